@@ -2,6 +2,7 @@ package nacosreg
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/nacos-group/nacos-sdk-go/v2/common/logger"
 	"github.com/rs/zerolog"
@@ -26,15 +27,34 @@ func newSDKLogger(base zerolog.Logger, level string) sdkLogger {
 	return sdkLogger{log: l}
 }
 
-func (s sdkLogger) Info(args ...interface{})  { s.log.Info().Msg(fmt.Sprint(args...)) }
-func (s sdkLogger) Warn(args ...interface{})  { s.log.Warn().Msg(fmt.Sprint(args...)) }
-func (s sdkLogger) Error(args ...interface{}) { s.log.Error().Msg(fmt.Sprint(args...)) }
-func (s sdkLogger) Debug(args ...interface{}) { s.log.Debug().Msg(fmt.Sprint(args...)) }
+// benign are SDK lines logged at warn or error for normal events: a config
+// that does not exist yet, a snapshot file not written yet, our own Close.
+var benign = []string{
+	"file doesn't exist", "file not exist", "config data not exist",
+	"client connection is closing", "isRunning:false",
+}
 
-func (s sdkLogger) Infof(f string, args ...interface{})  { s.log.Info().Msgf(f, args...) }
-func (s sdkLogger) Warnf(f string, args ...interface{})  { s.log.Warn().Msgf(f, args...) }
-func (s sdkLogger) Errorf(f string, args ...interface{}) { s.log.Error().Msgf(f, args...) }
-func (s sdkLogger) Debugf(f string, args ...interface{}) { s.log.Debug().Msgf(f, args...) }
+func (s sdkLogger) emit(lvl zerolog.Level, msg string) {
+	if lvl >= zerolog.WarnLevel {
+		for _, b := range benign {
+			if strings.Contains(msg, b) {
+				lvl = zerolog.DebugLevel
+				break
+			}
+		}
+	}
+	s.log.WithLevel(lvl).Msg(msg)
+}
+
+func (s sdkLogger) Info(args ...interface{})  { s.emit(zerolog.InfoLevel, fmt.Sprint(args...)) }
+func (s sdkLogger) Warn(args ...interface{})  { s.emit(zerolog.WarnLevel, fmt.Sprint(args...)) }
+func (s sdkLogger) Error(args ...interface{}) { s.emit(zerolog.ErrorLevel, fmt.Sprint(args...)) }
+func (s sdkLogger) Debug(args ...interface{}) { s.emit(zerolog.DebugLevel, fmt.Sprint(args...)) }
+
+func (s sdkLogger) Infof(f string, args ...interface{})  { s.emit(zerolog.InfoLevel, fmt.Sprintf(f, args...)) }
+func (s sdkLogger) Warnf(f string, args ...interface{})  { s.emit(zerolog.WarnLevel, fmt.Sprintf(f, args...)) }
+func (s sdkLogger) Errorf(f string, args ...interface{}) { s.emit(zerolog.ErrorLevel, fmt.Sprintf(f, args...)) }
+func (s sdkLogger) Debugf(f string, args ...interface{}) { s.emit(zerolog.DebugLevel, fmt.Sprintf(f, args...)) }
 
 // Close satisfies the SDK's Logger; zerolog needs no flush.
 func (s sdkLogger) Close() error { return nil }
