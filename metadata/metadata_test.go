@@ -77,7 +77,9 @@ func TestDecodeTolerates(t *testing.T) {
 		{"huge", map[string]string{KeyInflight: "99999999999999999999999"}, func(i Instance) bool { return !i.Inflight.Set }, 1},
 		{"weight range", map[string]string{KeyInstanceWeight: "10001"}, func(i Instance) bool { return !i.Weight.Set }, 1},
 		{"truncated models", map[string]string{KeyLoadedModels: "a,b,+3"},
-			func(i Instance) bool { return reflect.DeepEqual(i.LoadedModels, []string{"a", "b"}) && i.LoadedModelsMore == 3 }, 0},
+			func(i Instance) bool {
+				return reflect.DeepEqual(i.LoadedModels, []string{"a", "b"}) && i.LoadedModelsMore == 3
+			}, 0},
 		{"messy list", map[string]string{KeyLoadedModels: " a, ,b,,"}, func(i Instance) bool { return reflect.DeepEqual(i.LoadedModels, []string{"a", "b"}) }, 0},
 		{"plus in the middle is a name", map[string]string{KeySupportedTasks: "+1,x"}, func(i Instance) bool { return len(i.SupportedTasks) == 2 }, 0},
 		{"newer schema", map[string]string{KeySchema: "2", KeyLifecycle: "ACTIVE", "future.key": "x"},

@@ -2,8 +2,8 @@ package nacosreg
 
 import (
 	"crypto/md5"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"

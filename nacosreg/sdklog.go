@@ -51,10 +51,18 @@ func (s sdkLogger) Warn(args ...interface{})  { s.emit(zerolog.WarnLevel, fmt.Sp
 func (s sdkLogger) Error(args ...interface{}) { s.emit(zerolog.ErrorLevel, fmt.Sprint(args...)) }
 func (s sdkLogger) Debug(args ...interface{}) { s.emit(zerolog.DebugLevel, fmt.Sprint(args...)) }
 
-func (s sdkLogger) Infof(f string, args ...interface{})  { s.emit(zerolog.InfoLevel, fmt.Sprintf(f, args...)) }
-func (s sdkLogger) Warnf(f string, args ...interface{})  { s.emit(zerolog.WarnLevel, fmt.Sprintf(f, args...)) }
-func (s sdkLogger) Errorf(f string, args ...interface{}) { s.emit(zerolog.ErrorLevel, fmt.Sprintf(f, args...)) }
-func (s sdkLogger) Debugf(f string, args ...interface{}) { s.emit(zerolog.DebugLevel, fmt.Sprintf(f, args...)) }
+func (s sdkLogger) Infof(f string, args ...interface{}) {
+	s.emit(zerolog.InfoLevel, fmt.Sprintf(f, args...))
+}
+func (s sdkLogger) Warnf(f string, args ...interface{}) {
+	s.emit(zerolog.WarnLevel, fmt.Sprintf(f, args...))
+}
+func (s sdkLogger) Errorf(f string, args ...interface{}) {
+	s.emit(zerolog.ErrorLevel, fmt.Sprintf(f, args...))
+}
+func (s sdkLogger) Debugf(f string, args ...interface{}) {
+	s.emit(zerolog.DebugLevel, fmt.Sprintf(f, args...))
+}
 
 // Close satisfies the SDK's Logger; zerolog needs no flush.
 func (s sdkLogger) Close() error { return nil }
