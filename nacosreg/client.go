@@ -25,6 +25,10 @@ type Client struct {
 	naming naming_client.INamingClient
 	config config_client.IConfigClient
 
+	// cfgMu serialises calls into the SDK's config client, whose lazy
+	// connection handling is not safe for concurrent first use.
+	cfgMu sync.Mutex
+
 	// guarded by mu
 	mu        sync.Mutex
 	closed    bool
@@ -70,6 +74,13 @@ func New(opts Options) (*Client, error) {
 	if c.config, err = clients.NewConfigClient(param); err != nil {
 		c.naming.CloseClient()
 		return nil, fmt.Errorf("nacosreg: connect config to %s: %w", strings.Join(o.Servers, ","), err)
+	}
+	// The SDK creates the config client's gRPC connection lazily, on the
+	// first request, without synchronisation: two first requests at once (two
+	// listeners, or a listener and the SDK's own listen loop) race inside the
+	// SDK. One request now, before anything else can run, creates it safely.
+	if _, err := c.config.GetConfig(vo.ConfigParam{DataId: "nacos-ai-bridge.warmup", Group: o.Group}); err != nil && !isNotFound(err) {
+		c.log.Debug().Err(err).Msg("config connection warm-up failed; the SDK retries on use")
 	}
 	return c, nil
 }

@@ -18,7 +18,9 @@ func (c *Client) GetConfig(dataID, group string) (string, error) {
 	if c.isClosed() {
 		return "", ErrClosed
 	}
+	c.cfgMu.Lock()
 	content, err := c.config.GetConfig(vo.ConfigParam{DataId: dataID, Group: c.group(group)})
+	c.cfgMu.Unlock()
 	if err != nil {
 		if isNotFound(err) {
 			return "", fmt.Errorf("nacosreg: get config %s@%s: %w", dataID, c.group(group), ErrConfigNotFound)
@@ -46,7 +48,9 @@ func (c *Client) PublishConfig(dataID, group, content, contentType string) error
 	if c.isClosed() {
 		return ErrClosed
 	}
+	c.cfgMu.Lock()
 	ok, err := c.config.PublishConfig(vo.ConfigParam{DataId: dataID, Group: c.group(group), Content: content, Type: contentType})
+	c.cfgMu.Unlock()
 	if err == nil && !ok {
 		err = fmt.Errorf("server answered false")
 	}
@@ -61,7 +65,9 @@ func (c *Client) DeleteConfig(dataID, group string) error {
 	if c.isClosed() {
 		return ErrClosed
 	}
+	c.cfgMu.Lock()
 	ok, err := c.config.DeleteConfig(vo.ConfigParam{DataId: dataID, Group: c.group(group)})
+	c.cfgMu.Unlock()
 	if err == nil && !ok {
 		err = fmt.Errorf("server answered false")
 	}
@@ -115,7 +121,10 @@ func (c *Client) Listen(dataID, group string, fn func(ConfigEvent)) (Listener, e
 	l.param = vo.ConfigParam{DataId: dataID, Group: l.group, OnChange: l.onChange}
 	// Listen before the first read so a change in between is not missed; the
 	// MD5 check drops the double delivery this can cause.
-	if err := c.config.ListenConfig(l.param); err != nil {
+	c.cfgMu.Lock()
+	err := c.config.ListenConfig(l.param)
+	c.cfgMu.Unlock()
+	if err != nil {
 		l.forget()
 		return nil, fmt.Errorf("nacosreg: listen config %s@%s: %w", dataID, l.group, err)
 	}
@@ -206,7 +215,10 @@ func MD5(s string) string {
 // Stop cancels the listener and waits for its goroutine. Idempotent.
 func (l *listener) Stop() {
 	l.stopOnce.Do(func() {
-		if err := l.c.config.CancelListenConfig(vo.ConfigParam{DataId: l.dataID, Group: l.group}); err != nil {
+		l.c.cfgMu.Lock()
+		err := l.c.config.CancelListenConfig(vo.ConfigParam{DataId: l.dataID, Group: l.group})
+		l.c.cfgMu.Unlock()
+		if err != nil {
 			l.c.log.Warn().Err(err).Str("dataId", l.dataID).Msg("cancel listen failed")
 		}
 		close(l.done)

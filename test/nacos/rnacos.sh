@@ -17,7 +17,7 @@ server_install() {
     sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd=sudo
     $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq build-essential
   fi
-  say "building rnacos $RNACOS_VERSION with cargo (cold build: about 10-15 min on 2 cores)"
+  say "building rnacos $RNACOS_VERSION with cargo (cold build: about 28 min on 2 busy cores)"
   mkdir -p "$RNACOS_ROOT"
   CARGO_TARGET_DIR="$RNACOS_ROOT/target" \
     cargo install rnacos --version "$RNACOS_VERSION" --locked --root "$RNACOS_ROOT" >&2 \
