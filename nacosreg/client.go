@@ -134,6 +134,14 @@ func (c *Client) Register(r Registration) error {
 		return ErrClosed
 	}
 	p := c.registerParam(r)
+	if c.opts.RNacosCompat && len(p.Metadata) > 0 {
+		p.Metadata = nil
+		ok, err := c.naming.RegisterInstance(p)
+		if err := c.wrap("register", r, ok, err); err != nil {
+			return err
+		}
+		return c.Update(r)
+	}
 	ok, err := c.naming.RegisterInstance(p)
 	return c.wrap("register", r, ok, err)
 }

@@ -146,11 +146,18 @@ func (l *listener) onChange(_, _, _, data string) {
 func (l *listener) loop(fn func(ConfigEvent)) {
 	defer close(l.finished)
 	backoff := 200 * time.Millisecond
+	var resync <-chan time.Time
+	if d := l.c.opts.ConfigResync; d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		resync = t.C
+	}
 	for {
 		select {
 		case <-l.done:
 			return
 		case <-l.wake:
+		case <-resync:
 		}
 		ev, err := l.read()
 		if err != nil {

@@ -53,8 +53,20 @@ type Options struct {
 	// that repairs a subscription whose pushes stopped. Default on; set
 	// DisableRefresh to turn it off.
 	DisableRefresh bool
+	// ConfigResync is how often a Listener re-reads its config from the
+	// server even without a push (default 30 s; negative disables). The SDK
+	// re-checks a config it considers in sync only every 5 minutes, so a lost
+	// change notification (seen with r-nacos 0.8.8, about one change in four)
+	// would otherwise leave a stale config for that long.
+	ConfigResync time.Duration
 	// AppName is reported to the server for its connection list.
 	AppName string
+	// RNacosCompat works around r-nacos (0.8.8), which pins the metadata an
+	// instance carried at its first registration and ignores the metadata of
+	// later re-registers from the SDK (naming/service.rs: "instance_metadata_map"
+	// has priority). With it set, Register first registers without metadata,
+	// then writes the metadata with an update. Java Nacos needs no such thing.
+	RNacosCompat bool
 }
 
 // TLSOptions configure TLS towards Nacos.
@@ -142,6 +154,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
+	}
+	if o.ConfigResync == 0 {
+		o.ConfigResync = 30 * time.Second
 	}
 	if o.SDKLogLevel == "" {
 		o.SDKLogLevel = "warn"

@@ -98,8 +98,17 @@ func TestQuantize(t *testing.T) {
 }
 
 type recWriter struct {
-	regs []nacosreg.Registration
-	fail bool
+	regs      []nacosreg.Registration
+	registers int
+	fail      bool
+}
+
+func (w *recWriter) Register(r nacosreg.Registration) error {
+	err := w.Update(r)
+	if err == nil {
+		w.registers++
+	}
+	return err
 }
 
 func (w *recWriter) Update(r nacosreg.Registration) error {
@@ -167,6 +176,9 @@ func TestFailedWriteRetries(t *testing.T) {
 	}
 	if c := p.Counters(); c.Failures != 1 || c.Writes != 1 {
 		t.Fatalf("%+v", c)
+	}
+	if w.registers != 1 {
+		t.Fatalf("the first successful write must register; registers=%d", w.registers)
 	}
 }
 

@@ -11,8 +11,10 @@ import (
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/nacosreg"
 )
 
-// Writer is what the publisher needs of Nacos: nacosreg.Client's Update.
+// Writer is what the publisher needs of Nacos (nacosreg.Client has both):
+// the first write registers, later ones update.
 type Writer interface {
+	Register(nacosreg.Registration) error
 	Update(nacosreg.Registration) error
 }
 
@@ -85,7 +87,11 @@ func (p *Publisher) Offer(desired metadata.Instance, enabled bool) (bool, error)
 	}
 	reg := p.base
 	reg.Metadata, reg.Enabled = md, enabled
-	if err := p.w.Update(reg); err != nil {
+	write := p.w.Update
+	if !p.st.Written {
+		write = p.w.Register
+	}
+	if err := write(reg); err != nil {
 		p.failures.Add(1)
 		p.st.Failed = true
 		p.log.Warn().Err(err).Str("reason", string(why)).Msg("metadata write failed; retrying next cycle")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +33,17 @@ func TestInferenceConfig(t *testing.T) {
 		c := nacostest.Client(t, s)
 		store := inferencecfg.NewStore(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), nil)
 		applied := make(chan *inferencecfg.Config, 64)
-		store.Subscribe(func(_, n *inferencecfg.Config) { applied <- n })
+		var seqMu sync.Mutex
+		var seq []int // max-tokens of every applied config, in apply order
+		store.Subscribe(func(_, n *inferencecfg.Config) {
+			seqMu.Lock()
+			seq = append(seq, n.Defaults.MaxTokens)
+			seqMu.Unlock()
+			select {
+			case applied <- n:
+			default:
+			}
+		})
 		w, err := inferencecfg.Watch(c, src, store, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -122,6 +133,9 @@ func TestInferenceConfig(t *testing.T) {
 		waitMax(300)
 
 		// A burst of 20 publishes within a second ends with the last applied.
+		seqMu.Lock()
+		burstStart := len(seq)
+		seqMu.Unlock()
 		for i := 1; i <= 20; i++ {
 			if err := nacostest.PublishConfig(s, dataID, group, cfgDoc(1000+i), "yaml"); err != nil {
 				t.Fatal(err)
@@ -133,12 +147,11 @@ func TestInferenceConfig(t *testing.T) {
 		if got := store.Current().Defaults.MaxTokens; got != 1020 {
 			t.Fatalf("after the burst max-tokens=%d, want 1020 (stale revision active)", got)
 		}
-		var seq []int
-		for len(applied) > 0 {
-			seq = append(seq, (<-applied).Defaults.MaxTokens)
-		}
-		if !slices.IsSorted(seq) {
-			t.Fatalf("burst applied out of order: %v", seq)
+		seqMu.Lock()
+		burst := append([]int(nil), seq[burstStart:]...)
+		seqMu.Unlock()
+		if !slices.IsSorted(burst) || burst[len(burst)-1] != 1020 {
+			t.Fatalf("burst applied out of order: %v", burst)
 		}
 
 		// Restart: a new client and store pick up the current config.
@@ -168,6 +181,6 @@ func TestInferenceConfig(t *testing.T) {
 
 		t.Logf("%s: publish (HTTP open API) -> applied: p50 %v, p99 %v, max %v over %d publishes; burst of 20 in %v applied in order %v",
 			s.Kind, lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond),
-			len(lat), 20*40*time.Millisecond, seq)
+			len(lat), 20*40*time.Millisecond, burst)
 	})
 }

@@ -5,11 +5,14 @@ package nacostest
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,8 +61,66 @@ func ForEach(t *testing.T, fn func(t *testing.T, s Server)) {
 		t.Skip("no NACOS_SERVERS: run through test/run.sh or make test")
 	}
 	for _, s := range servers {
-		t.Run(s.Kind, func(t *testing.T) { fn(t, s) })
+		t.Run(s.Kind, func(t *testing.T) {
+			warmUp(t, s)
+			fn(t, s)
+		})
 	}
+}
+
+var warm sync.Map // kind -> struct{}
+
+// warmUp waits, once per server, until a client connects over gRPC and gets
+// an answer. A server's HTTP port answers before its gRPC side is ready; a
+// client connecting in that window retries for seconds, and nacos-sdk-go
+// v2.3.5 then races with itself (rpc_client.go: the health-check timer reads
+// currentConnection while Start still writes it), which -race reports.
+func warmUp(t *testing.T, s Server) {
+	t.Helper()
+	if _, done := warm.Load(s.Kind); done {
+		return
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", grpcAddr(s.Addr), time.Second)
+		if err == nil {
+			conn.Close()
+			if err = httpOK("http://" + s.Addr + "/nacos/v1/ns/instance/list?serviceName=warmup&healthyOnly=false"); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not ready for clients after 90s: %v", s.Kind, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	c := Client(t, s)
+	for time.Now().Before(deadline) {
+		if _, err := c.List("warmup", ""); err == nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	_ = c.Close()
+	warm.Store(s.Kind, struct{}{})
+}
+
+func grpcAddr(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	return net.JoinHostPort(host, strconv.Itoa(p+1000))
+}
+
+func httpOK(u string) error {
+	resp, err := httpc.Get(u)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s: %d", u, resp.StatusCode)
+	}
+	return nil
 }
 
 // Client builds a nacosreg client for s whose SDK files go to a temp dir.
@@ -73,6 +134,12 @@ func Client(t testing.TB, s Server, mod ...func(*nacosreg.Options)) *nacosreg.Cl
 		LogDir:   filepath.Join(dir, "log"),
 		Logger:   zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 		Timeout:  5 * time.Second,
+	}
+	if s.Kind == "rnacos" {
+		// r-nacos pins first-registration metadata, and drops some config
+		// change notifications; see nacosreg.Options.
+		o.RNacosCompat = true
+		o.ConfigResync = 2 * time.Second
 	}
 	for _, m := range mod {
 		m(&o)
