@@ -101,6 +101,9 @@ type listener struct {
 
 const deletedMark = "deleted"
 
+// listenRegistrationWindow covers the SDK's listen cycle (5 s) plus a margin.
+const listenRegistrationWindow = 6 * time.Second
+
 // Listen delivers the config's current state first (content, or Deleted),
 // then every change, serialised and deduplicated by MD5. fn runs on a
 // goroutine owned by the Listener. The SDK allows one listener per
@@ -146,18 +149,27 @@ func (l *listener) onChange(_, _, _, data string) {
 func (l *listener) loop(fn func(ConfigEvent)) {
 	defer close(l.finished)
 	backoff := 200 * time.Millisecond
-	var resync <-chan time.Time
-	if d := l.c.opts.ConfigResync; d > 0 {
-		t := time.NewTicker(d)
-		defer t.Stop()
-		resync = t.C
+	// The SDK registers a new listener with the server only on its next
+	// listen cycle (up to 5 s later); until then no change is pushed. Re-read
+	// every 500 ms during that window, then every ConfigResync.
+	fastUntil := time.Now().Add(listenRegistrationWindow)
+	next := func() time.Duration {
+		if time.Now().Before(fastUntil) {
+			return 500 * time.Millisecond
+		}
+		return l.c.opts.ConfigResync
 	}
+	resync := time.NewTimer(next())
+	defer resync.Stop()
 	for {
 		select {
 		case <-l.done:
 			return
 		case <-l.wake:
-		case <-resync:
+		case <-resync.C:
+			if d := next(); d > 0 {
+				resync.Reset(d)
+			}
 		}
 		ev, err := l.read()
 		if err != nil {

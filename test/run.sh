@@ -40,5 +40,6 @@ done
 echo "integration: servers $servers"
 
 cd "$root"
+NACOS_SERVERS="$servers" go run ./test/warmup
 # shellcheck disable=SC2086
 NACOS_SERVERS="$servers" NACOS_REQUIRE=1 go test -race -count=1 -v -tags integration -timeout 20m ${GO_TEST_ARGS:-} ./test/...
