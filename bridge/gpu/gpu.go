@@ -203,3 +203,18 @@ func (None) Sample() Snapshot { return Snapshot{Source: SourceNone, Healthy: tru
 
 // Close does nothing.
 func (None) Close() error { return nil }
+
+// Open returns the best sampler for this host: NVML through lib when it
+// initialises; otherwise Static with the configured devices, or None when
+// none are configured. The NVML failure is logged once by OpenNVML and
+// returned as the reason, for the bridge's status; it is not fatal.
+func Open(lib NVMLLibrary, opts NVMLOptions, static []Device) (Sampler, error) {
+	s, err := OpenNVML(lib, opts)
+	if err == nil {
+		return s, nil
+	}
+	if len(static) > 0 {
+		return Static{Devices: static}, err
+	}
+	return None{}, err
+}

@@ -16,6 +16,10 @@ import (
 // switch timeout). Any other critical XID marks the GPU unhealthy.
 var HarmlessXIDs = map[uint64]bool{13: true, 31: true, 43: true, 45: true, 68: true, 109: true}
 
+// NVMLLibrary is the NVML entry point: nvml.New() in production, the
+// go-nvml mock in tests.
+type NVMLLibrary = nvml.Interface
+
 // NVMLOptions configure OpenNVML.
 type NVMLOptions struct {
 	// Select picks the devices this bridge reports (CUDA_VISIBLE_DEVICES

@@ -38,7 +38,11 @@ func run() error {
 	if addr == "" {
 		return fmt.Errorf("NACOS_ADDR is not set (scripts/demo.sh sets it)")
 	}
-	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+	level := zerolog.WarnLevel // quiet by default; LOG_LEVEL=debug shows the SDK's lines too
+	if l, err := zerolog.ParseLevel(os.Getenv("LOG_LEVEL")); err == nil && l != zerolog.NoLevel {
+		level = l
+	}
+	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(level).With().Timestamp().Logger()
 	tmp, err := os.MkdirTemp("", "ai-demo-")
 	if err != nil {
 		return err
@@ -46,7 +50,7 @@ func run() error {
 	defer os.RemoveAll(tmp)
 	client := func(name string) (*nacosreg.Client, error) {
 		return nacosreg.New(nacosreg.Options{
-			Servers: []string{addr}, Group: group, Logger: log,
+			Servers: []string{addr}, Group: group, Logger: log, SDKLogLevel: level.String(),
 			CacheDir: filepath.Join(tmp, name, "cache"), LogDir: filepath.Join(tmp, name, "log"),
 		})
 	}
