@@ -7,13 +7,14 @@
 #   make integration  integration tests only (NACOS_KINDS="java3 java2 rnacos")
 #   make fuzz         every fuzz target for FUZZTIME (default 5s)
 #   make bench        benchmarks with -benchmem
+#   make sim          the balancer fleet simulation: every policy vs an oracle
 
 GO       ?= go
 # go-nvml's cgo wrappers call deprecated NVML functions; the warnings are noise.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 FUZZTIME ?= 5s
 
-.PHONY: all test lint unit fuzz integration demo bench servers
+.PHONY: all test lint unit fuzz integration demo bench sim servers
 
 all: test
 
@@ -47,3 +48,6 @@ demo:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+sim:
+	$(GO) run ./cmd/balancer-sim

@@ -452,9 +452,21 @@ func (b *Balancer) choose(s *snapshot, cands []*Endpoint, req *Request, now int6
 		return b.weightedRandom(cands, req, now)
 	case PolicyWLC, PolicyGPUScore:
 		return b.scan(s, cands, req, now)
+	case PolicyAI:
+		// With few candidates, two random draws too often hold only slow
+		// instances (12 instances of three speeds: ~9% of picks); scanning
+		// them all costs little, and the client's own in-flight count in the
+		// cost keeps successive picks from herding.
+		if len(cands) <= scanBelow {
+			return b.scan(s, cands, req, now)
+		}
 	}
 	return b.p2c(s, cands, req, now)
 }
+
+// scanBelow is the candidate count under which the ai policy compares every
+// candidate instead of two random ones.
+const scanBelow = 16
 
 // p2c is power of two choices: two random eligible candidates, the cheaper
 // wins. A few redraws find eligible ones; a scan is the fallback.
@@ -574,7 +586,7 @@ func (b *Balancer) cost(s *snapshot, e *Endpoint, now int64) float64 {
 	case PolicyLeastRequest:
 		return inflight / w
 	case PolicyWLC: // the design background's in-flight x p95 / weight (60 s window)
-		p95, ok := e.st.win.quantile(time.Unix(0, now), 0.95)
+		p95, ok := e.st.p95(now)
 		if !ok {
 			p95 = b.latencyMS(s, e, now)
 		}

@@ -74,6 +74,30 @@ func pickPorts(t *testing.T, b *Balancer, req Request, n int) map[int]int {
 	return got
 }
 
+// pickLoaded picks n times keeping inflight requests open (the oldest is
+// reported when the window is full), as concurrent callers would.
+func pickLoaded(t *testing.T, b *Balancer, req Request, n, inflight int) map[int]int {
+	t.Helper()
+	got := map[int]int{}
+	var open []Done
+	for i := 0; i < n; i++ {
+		e, done, err := b.Pick(context.Background(), req)
+		if err != nil {
+			t.Fatalf("pick %d: %v", i, err)
+		}
+		got[e.Port]++
+		open = append(open, done)
+		if len(open) == inflight {
+			open[0].Report(Result{Latency: 100 * time.Millisecond})
+			open = open[1:]
+		}
+	}
+	for _, d := range open {
+		d.Report(Result{Latency: 100 * time.Millisecond})
+	}
+	return got
+}
+
 func TestFilters(t *testing.T) {
 	c := &clock{now: t0}
 	tests := []struct {
@@ -153,7 +177,7 @@ func TestGarbageMetadataDegradesThatPeerOnly(t *testing.T) {
 	bad := nacosreg.Instance{IP: "10.1.0.2", Port: 2, Weight: 1, Enabled: true, Healthy: true,
 		Metadata: map[string]string{"lifecycle": "ACTIVE", "warm.status": "ready", "inference.latency.p95": "fast", "queue.depth": "-4", "max.concurrent": "∞"}}
 	b.Update([]nacosreg.Instance{inst(1, c.Now(), nil), bad})
-	got := pickPorts(t, b, Request{}, 200)
+	got := pickLoaded(t, b, Request{}, 200, 8)
 	if got[1] == 0 || got[2] == 0 {
 		t.Fatalf("both must serve: %v", got)
 	}
@@ -186,7 +210,7 @@ func TestStaleSignalsAreNeutral(t *testing.T) {
 		inst(1, c.Now(), nil),
 		inst(2, old, func(m *metadata.Instance) { m.QueueDepth = metadata.IntOf(1000) }), // stale "saturated"
 	})
-	got := pickPorts(t, b, Request{}, 400)
+	got := pickLoaded(t, b, Request{}, 400, 8)
 	if got[2] < 100 {
 		t.Fatalf("picks %v: stale saturation must be neutral, not avoided", got)
 	}
@@ -263,23 +287,7 @@ func TestPolicies(t *testing.T) {
 			list = append(list, inst(9, c.Now(), func(m *metadata.Instance) { m.Lifecycle = metadata.Draining }))
 			b.Update(list)
 			// Keep 8 requests in flight, so load-aware policies spread.
-			got := map[int]int{}
-			var open []Done
-			for i := 0; i < 500; i++ {
-				e, done, err := b.Pick(context.Background(), Request{Model: "qwen"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got[e.Port]++
-				open = append(open, done)
-				if len(open) == 8 {
-					open[0].Report(Result{Latency: 100 * time.Millisecond})
-					open = open[1:]
-				}
-			}
-			for _, d := range open {
-				d.Report(Result{})
-			}
+			got := pickLoaded(t, b, Request{Model: "qwen"}, 500, 8)
 			if got[9] != 0 {
 				t.Fatalf("%s routed to a draining instance", p)
 			}

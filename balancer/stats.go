@@ -95,10 +95,12 @@ func (w *window) totals(now time.Time, after int64) (count, failures int64) {
 }
 
 // quantile returns the q-quantile latency (ms) over the window, and false
-// with no successful sample.
+// with no successful sample. It reads every bucket of every slot: callers on
+// a hot path use stats.p95, which caches it.
 func (w *window) quantile(now time.Time, q float64) (float64, bool) {
 	e := now.UnixNano() / int64(slotWidth)
-	sum := make([]int64, len(latencyBuckets)+1)
+	var sumArr [128]int64 // len(latencyBuckets)+1 fits; no allocation
+	sum := sumArr[:len(latencyBuckets)+1]
 	var n int64
 	for i := range w.slots {
 		s := &w.slots[i]
@@ -160,6 +162,25 @@ type stats struct {
 	// readySince is when the endpoint was first seen routable (unix ns), for
 	// slow start; 0 while not routable.
 	readySince atomic.Int64
+	// p95 caches the window's p95 (float64 bits; 0 = none) until p95At+1s.
+	p95Bits atomic.Uint64
+	p95At   atomic.Int64
+}
+
+// p95 returns the window's p95 latency in ms, recomputed at most once a
+// second (wlc reads it for every candidate of every pick).
+func (s *stats) p95(now int64) (float64, bool) {
+	if at := s.p95At.Load(); now-at < int64(time.Second) && at != 0 {
+		v := math.Float64frombits(s.p95Bits.Load())
+		return v, v > 0
+	}
+	v, ok := s.win.quantile(time.Unix(0, now), 0.95)
+	if !ok {
+		v = 0
+	}
+	s.p95Bits.Store(math.Float64bits(v))
+	s.p95At.Store(now)
+	return v, ok
 }
 
 func newStats(cfg BreakerConfig) *stats {
