@@ -22,6 +22,7 @@ type Static struct {
 type Live struct {
 	Lifecycle        metadata.Lifecycle
 	Warm             metadata.WarmStatus
+	WarmReason       string
 	InferenceHealthy metadata.Tri
 	LatencyP50MS     int64 // <0 unknown
 	LatencyP95MS     int64 // <0 unknown
@@ -58,7 +59,7 @@ func (d *Desired) Build(st Static, live Live, snap gpu.Snapshot) metadata.Instan
 		return metadata.IntOf(int64(v))
 	}
 	in := metadata.Instance{
-		Lifecycle: live.Lifecycle, Warm: live.Warm, InferenceHealthy: live.InferenceHealthy,
+		Lifecycle: live.Lifecycle, Warm: live.Warm, WarmReason: live.WarmReason, InferenceHealthy: live.InferenceHealthy,
 		LatencyP50: known(live.LatencyP50MS), LatencyP95: known(live.LatencyP95MS),
 		QueueDepth: known(live.QueueDepth), Inflight: known(live.Inflight), KVCacheUsage: known(live.KVCacheUsage),
 		ConfigRev: live.ConfigRev, LoadedModels: st.Models, ModelVersion: st.ModelVersion,

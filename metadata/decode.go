@@ -97,6 +97,8 @@ func Decode(m map[string]string) (Instance, DecodeReport) {
 			default:
 				bad(k, v, "want cold, warming or ready")
 			}
+		case KeyWarmReason:
+			in.WarmReason = strings.TrimSpace(v)
 		case KeyInferenceHealthy:
 			in.InferenceHealthy = tri(k, v)
 		case KeyGPUHealthy:

@@ -42,7 +42,7 @@ const maxString = 96
 //  1. Extra keys, by key in reverse order;
 //  2. loaded.models truncated, keeping a "+N" marker of the models left out;
 //  3. supported.tasks and locales truncated the same way;
-//  4. optional signals dropped: kv.cache.usage, gpu.util, inference.latency.p50,
+//  4. optional signals dropped: warm.reason, kv.cache.usage, gpu.util, inference.latency.p50,
 //     config.rev, region, model.version, gpu.mixed, max.tokens, queue.depth,
 //     inflight, gpu.memory.total, gpu.count, gpu.model, max.concurrent,
 //     instance.weight, inference.latency.p95, gpu.memory.available,
@@ -51,7 +51,7 @@ const maxString = 96
 // Never dropped: schema, lifecycle, warm.status, inference.healthy,
 // gpu.healthy, updated.at.
 var dropOrder = [...]string{
-	KeyKVCacheUsage, KeyGPUUtil, KeyLatencyP50, KeyConfigRev, KeyRegion, KeyModelVersion,
+	KeyWarmReason, KeyKVCacheUsage, KeyGPUUtil, KeyLatencyP50, KeyConfigRev, KeyRegion, KeyModelVersion,
 	KeyGPUMixed, KeyMaxTokens, KeyQueueDepth, KeyInflight, KeyGPUMemTotal, KeyGPUCount,
 	KeyGPUModel, KeyMaxConcurrent, KeyInstanceWeight, KeyLatencyP95, KeyGPUMemAvailable,
 	KeyLocales, KeySupportedTasks, KeyLoadedModels,
@@ -167,6 +167,7 @@ func (e Encoder) Encode(in Instance) (map[string]string, EncodeReport, error) {
 	s.int(KeySchema, IntOf(Version))
 	s.str(KeyLifecycle, string(in.Lifecycle))
 	s.str(KeyWarmStatus, string(in.Warm))
+	s.str(KeyWarmReason, in.WarmReason)
 	s.tri(KeyInferenceHealthy, in.InferenceHealthy)
 	s.tri(KeyGPUHealthy, in.GPUHealthy)
 	s.int(KeyUpdatedAt, in.UpdatedAt)

@@ -10,6 +10,7 @@ const (
 	KeySchema           = "schema"                // v1: schema version, integer
 	KeyLifecycle        = "lifecycle"             // v1: REGISTERED | ACTIVE | DRAINING | STOPPED
 	KeyWarmStatus       = "warm.status"           // v1: cold | warming | ready
+	KeyWarmReason       = "warm.reason"           // v1: why the last warm-up failed (absent once ready)
 	KeyInferenceHealthy = "inference.healthy"     // v1: true | false, from the inference probe
 	KeyLatencyP50       = "inference.latency.p50" // v1: ms, integer
 	KeyLatencyP95       = "inference.latency.p95" // v1: ms, integer
@@ -53,6 +54,7 @@ var Fields = []Field{
 	{KeySchema, 1, "`1`", "schema version"},
 	{KeyLifecycle, 1, "`REGISTERED` / `ACTIVE` / `DRAINING` / `STOPPED`", "lifecycle state; only ACTIVE is routable"},
 	{KeyWarmStatus, 1, "`cold` / `warming` / `ready`", "warm-up state"},
+	{KeyWarmReason, 1, "string", "why the last warm-up failed; absent once ready"},
 	{KeyInferenceHealthy, 1, "`true` / `false`", "result of the inference probe"},
 	{KeyLatencyP50, 1, "integer ms", "inference latency p50"},
 	{KeyLatencyP95, 1, "integer ms", "inference latency p95"},
@@ -132,6 +134,7 @@ type Instance struct {
 	Schema           Int
 	Lifecycle        Lifecycle
 	Warm             WarmStatus
+	WarmReason       string
 	InferenceHealthy Tri
 	LatencyP50       Int // ms
 	LatencyP95       Int // ms

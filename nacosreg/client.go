@@ -96,8 +96,10 @@ func (o Options) clientConfig() constant.ClientConfig {
 		LogLevel:             o.SDKLogLevel,
 		NotLoadCacheAtStart:  true,
 		UpdateCacheWhenEmpty: true,
-		AsyncUpdateService:   !o.DisableRefresh,
-		UpdateThreadNum:      2,
+		// AsyncUpdateService stays off: the SDK's refresh goroutine
+		// processes a service concurrently with the push goroutine and sorts
+		// the cached host slice in place while a callback may be reading it
+		// (service_info_holder.go), a data race in the SDK.
 		AppName:              o.AppName,
 		TLSCfg: constant.TLSConfig{
 			Appointed:          true,

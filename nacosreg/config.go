@@ -151,11 +151,11 @@ func (l *listener) loop(fn func(ConfigEvent)) {
 	backoff := 200 * time.Millisecond
 	// The SDK registers a new listener with the server only on its next
 	// listen cycle (up to 5 s later); until then no change is pushed. Re-read
-	// every 500 ms during that window, then every ConfigResync.
+	// every second during that window, then every ConfigResync.
 	fastUntil := time.Now().Add(listenRegistrationWindow)
 	next := func() time.Duration {
 		if time.Now().Before(fastUntil) {
-			return 500 * time.Millisecond
+			return time.Second
 		}
 		return l.c.opts.ConfigResync
 	}

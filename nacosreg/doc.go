@@ -13,8 +13,8 @@
 //     cache is not loaded at start and empty instance lists are delivered;
 //   - the SDK's log lines go to the zerolog logger passed in, at a quiet level;
 //   - the subscribe callback, which the SDK runs on its gRPC receive goroutine,
-//     only stores the list and signals; a goroutine owned by the Subscription
-//     converts it and calls the user's function;
+//     only copies and stores the list and signals; a goroutine owned by the
+//     Subscription converts it and calls the user's function;
 //   - config changes, which the SDK hands over on a new goroutine each, are
 //     serialised on one goroutine per Listener, re-read from the server so the
 //     last delivered state is the newest, and deduplicated by MD5.

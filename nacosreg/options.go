@@ -48,11 +48,6 @@ type Options struct {
 	// above which the SDK's own lines reach Logger. Default "warn": the SDK
 	// is chatty at info.
 	SDKLogLevel string
-	// Refresh turns on the SDK's periodic re-query of subscribed services
-	// (every cacheMillis the server announces, ~10 s): a forced refresh
-	// that repairs a subscription whose pushes stopped. Default on; set
-	// DisableRefresh to turn it off.
-	DisableRefresh bool
 	// ConfigResync is how often a Listener re-reads its config from the
 	// server even without a push (default 30 s; negative disables). The SDK
 	// re-checks a config it considers in sync only every 5 minutes, so a lost

@@ -32,6 +32,9 @@ func newSDKLogger(base zerolog.Logger, level string) sdkLogger {
 var benign = []string{
 	"file doesn't exist", "file not exist", "config data not exist",
 	"client connection is closing", "isRunning:false",
+	// The SDK's per-config query limit (5/s, process-wide); our listener
+	// falls back to the pushed content and re-reads later.
+	"ConfigQueryRequest is limited",
 }
 
 func (s sdkLogger) emit(lvl zerolog.Level, msg string) {

@@ -54,13 +54,16 @@ func (c *Client) Subscribe(service, group string, fn func([]Instance)) (Subscrip
 	return s, nil
 }
 
-// onPush runs on the SDK's goroutine: store and signal, nothing else.
+// onPush runs on the SDK's goroutine: copy, store and signal, nothing else.
+// The copy is needed: the SDK later sorts the slice it handed over in place
+// (when comparing it with the next push), which would race with our reader.
 func (s *subscription) onPush(list []model.Instance, err error) {
 	if err != nil {
 		return // the SDK passes nil here today; a failed push keeps the last list
 	}
+	own := append([]model.Instance(nil), list...)
 	s.mu.Lock()
-	s.latest, s.have = list, true
+	s.latest, s.have = own, true
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:

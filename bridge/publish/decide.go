@@ -72,7 +72,7 @@ func Decide(p Policy, st State, desired metadata.Instance, enabled bool, now tim
 
 // critical reports a change that routing decisions depend on.
 func critical(a, b metadata.Instance) bool {
-	return a.Lifecycle != b.Lifecycle || a.Warm != b.Warm ||
+	return a.Lifecycle != b.Lifecycle || a.Warm != b.Warm || a.WarmReason != b.WarmReason ||
 		a.InferenceHealthy != b.InferenceHealthy || a.GPUHealthy != b.GPUHealthy ||
 		!slices.Equal(a.LoadedModels, b.LoadedModels) || a.LoadedModelsMore != b.LoadedModelsMore ||
 		!slices.Equal(a.SupportedTasks, b.SupportedTasks) ||
