@@ -163,7 +163,8 @@ type Bridge struct {
 	gpu         gpu.Sampler
 	load        func() Load
 	cfgListener inferencecfg.Listener
-	log         zerolog.Logger
+	log         zerolog.Logger // component=bridge
+	base        zerolog.Logger // service and instance only, for sub-components
 	clock       shutdown.Clock
 	store       *inferencecfg.Store
 	tracker     *shutdown.Tracker
@@ -203,11 +204,13 @@ func New(cfg Config, reg Registry, opts ...Option) (*Bridge, error) {
 	for _, o := range opts {
 		o(b)
 	}
-	b.log = b.log.With().Str("component", "bridge").Str("service", cfg.Service).Str("instance", cfg.IP+":"+strconv.Itoa(cfg.Port)).Logger()
-	b.store = inferencecfg.NewStore(b.log, nil)
+	base := b.log.With().Str("service", cfg.Service).Str("instance", cfg.IP+":"+strconv.Itoa(cfg.Port)).Logger()
+	b.log = base.With().Str("component", "bridge").Logger()
+	b.store = inferencecfg.NewStore(base, nil)
 	b.ident = nacosreg.Registration{Service: cfg.Service, Group: cfg.Group, Cluster: cfg.Cluster, IP: cfg.IP, Port: cfg.Port}
 	b.m = NewMachine(cfg.IP+":"+strconv.Itoa(cfg.Port), cfg.Service, 0)
-	b.pub = publish.New(reg, b.ident, publish.Options{Policy: cfg.Publish, Budget: cfg.Budget, Logger: b.log})
+	b.pub = publish.New(reg, b.ident, publish.Options{Policy: cfg.Publish, Budget: cfg.Budget, Logger: base})
+	b.base = base
 	return b, nil
 }
 
@@ -489,7 +492,7 @@ func (b *Bridge) drain() error {
 		DrainTimeout:     b.cfg.DrainTimeout,
 		Tracker:          b.tracker,
 		Clock:            b.clock,
-		Logger:           b.log,
+		Logger:           b.base,
 		MarkDraining: func(context.Context) error {
 			b.mu.Lock()
 			defer b.mu.Unlock()

@@ -100,7 +100,7 @@ func (o Options) clientConfig() constant.ClientConfig {
 		// processes a service concurrently with the push goroutine and sorts
 		// the cached host slice in place while a callback may be reading it
 		// (service_info_holder.go), a data race in the SDK.
-		AppName:              o.AppName,
+		AppName: o.AppName,
 		TLSCfg: constant.TLSConfig{
 			Appointed:          true,
 			Enable:             o.TLS.Enable,

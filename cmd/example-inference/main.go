@@ -42,6 +42,7 @@ func run() error {
 	minMS := flag.Int("min-ms", 200, "shortest service time")
 	maxMS := flag.Int("max-ms", 800, "longest service time")
 	cycle := flag.Duration("cycle", 5*time.Second, "health cycle")
+	rnacos := flag.Bool("rnacos", false, "the server is r-nacos (pinned first metadata, no re-enable over gRPC)")
 	flag.Parse()
 	addr := os.Getenv("NACOS_ADDR")
 	if addr == "" {
@@ -53,7 +54,7 @@ func run() error {
 	}
 	log := zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
 
-	nc, err := nacosreg.New(nacosreg.Options{Servers: []string{addr}, Logger: log})
+	nc, err := nacosreg.New(nacosreg.Options{Servers: []string{addr}, Logger: log, RNacosCompat: *rnacos})
 	if err != nil {
 		return err
 	}
@@ -90,8 +91,9 @@ func run() error {
 	probe := bridge.InferenceCheck{URL: base + "/v1/completions", Body: []byte(`{"prompt":"ping","max_tokens":1}`), MaxLatency: 5 * time.Second}
 	b, err = bridge.New(bridge.Config{
 		Service: *service, IP: "127.0.0.1", Port: *port, Cycle: *cycle,
-		Static:  bridge.Static{Models: []string{"example"}, Tasks: []string{"generation"}, MaxConcurrent: 64},
-		Warmup:  warmup.Config{Rounds: 5},
+		Static:             bridge.Static{Models: []string{"example"}, Tasks: []string{"generation"}, MaxConcurrent: 64},
+		Warmup:             warmup.Config{Rounds: 5},
+		DisableEnabledFlag: *rnacos,
 	}, nc,
 		bridge.WithLogger(log),
 		bridge.WithConfig(nc),

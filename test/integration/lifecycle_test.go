@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +23,6 @@ import (
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/balancer"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/metadata"
-	"github.com/nacos-ai-bridge/nacos-ai-bridge/nacosreg"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/test/nacostest"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/warmup"
 )
@@ -197,7 +198,7 @@ func TestHealthLayers(t *testing.T) {
 		}
 		be.ready.Store(true)
 		d := eventually(t, "ready -> warm-up -> ACTIVE -> routable", 15*time.Second, func() bool { return routable(bl.Balancer, be.port) })
-		report = append(report, fmt.Sprintf("start->routable %v (readiness flipped after %v)", time.Since(start).Round(time.Millisecond), (time.Since(start) - d).Round(time.Millisecond)))
+		report = append(report, fmt.Sprintf("start->routable %v (readiness flipped after %v)", time.Since(start).Round(time.Millisecond), (time.Since(start)-d).Round(time.Millisecond)))
 		if e := bl.Endpoints()[0]; !e.Enabled {
 			t.Fatal("ACTIVE instance has Nacos enabled=false")
 		}
@@ -248,6 +249,9 @@ func TestRollingRestart(t *testing.T) {
 	nacostest.ForEach(t, func(t *testing.T, s nacostest.Server) {
 		svc := "ai-rolling-" + s.Kind
 		const cycle = 250 * time.Millisecond
+		// make test runs a short version; the full one (README) is
+		// ROLLING_RPS=100 ROLLING_MIN_MS=200 ROLLING_MAX_MS=800.
+		rps, minMS, maxMS := envInt("ROLLING_RPS", 40), envInt("ROLLING_MIN_MS", 100), envInt("ROLLING_MAX_MS", 300)
 		type inst struct {
 			be   *backend
 			br   *bridge.Bridge
@@ -255,7 +259,7 @@ func TestRollingRestart(t *testing.T) {
 		}
 		insts := make([]inst, 3)
 		for i := range insts {
-			be := startBackend(t, 100, 300)
+			be := startBackend(t, minMS, maxMS)
 			br, done := attach(t, s, svc, be, cycle)
 			insts[i] = inst{be, br, done}
 		}
@@ -285,11 +289,10 @@ func TestRollingRestart(t *testing.T) {
 		)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		const rps = 40
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tick := time.NewTicker(time.Second / rps)
+			tick := time.NewTicker(time.Second / time.Duration(rps))
 			defer tick.Stop()
 			for {
 				select {
@@ -338,7 +341,7 @@ func TestRollingRestart(t *testing.T) {
 				t.Fatalf("drain %d: %v", i, err)
 			}
 			old.be.srv.Close()
-			be := startBackend(t, 100, 300)
+			be := startBackend(t, minMS, maxMS)
 			br, done := attach(t, s, svc, be, cycle)
 			insts[i] = inst{be, br, done}
 			eventually(t, fmt.Sprintf("replacement %d routable", i), 20*time.Second, func() bool {
@@ -382,6 +385,12 @@ func TestRollingRestart(t *testing.T) {
 		if notReady > 0 {
 			t.Fatalf("%d requests reached a cold or warming instance", notReady)
 		}
-		_ = nacosreg.Registration{}
 	})
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }

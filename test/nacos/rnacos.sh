@@ -59,10 +59,24 @@ server_start() {
 }
 
 server_wait_ready() {
-  local base="http://127.0.0.1:$(cat "$NACOS_RUN_DIR/port")"
+  local base="http://127.0.0.1:$(cat "$NACOS_RUN_DIR/port")" try
   # /nacos/health answers once the raft-backed stores are up; then make sure
   # the config and naming open APIs answer too (404 for a missing config).
-  wait_http "$base/nacos/health" "$1" || return 1
+  # r-nacos 0.8.8 sometimes panics in its raft apply actor at start
+  # (raftapply.rs:421, an unwrap on None) and then answers 503 forever while
+  # the process lives on: restart it on fresh data, up to twice.
+  for try in 1 2 3; do
+    if wait_http "$base/nacos/health" 20 2>/dev/null; then break; fi
+    if [ "$try" = 3 ] || ! grep -q "panicked" "$NACOS_RUN_DIR/log"; then
+      wait_http "$base/nacos/health" "$1" || return 1
+      break
+    fi
+    say "rnacos panicked at start (known r-nacos 0.8.8 raft bug); restarting on fresh data"
+    cp "$NACOS_RUN_DIR/log" "$NACOS_RUN_DIR/log.panic$try"
+    stop_pid
+    rm -rf "$NACOS_RUN_DIR/data"; mkdir -p "$NACOS_RUN_DIR/data"
+    server_start "$(cat "$NACOS_RUN_DIR/port")"
+  done
   local code
   code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 \
     "$base/nacos/v1/cs/configs?dataId=nacos-ai-bridge-probe&group=DEFAULT_GROUP") || code=000

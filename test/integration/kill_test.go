@@ -1,0 +1,70 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/balancer"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/test/nacostest"
+)
+
+// TestSIGKILL runs the example Go inference service as a real process, waits
+// until a balancer routes to it, kills it with SIGKILL (no drain, no
+// deregister) and measures how long until Nacos drops the instance and the
+// balancer stops seeing it.
+func TestSIGKILL(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "example-inference")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/example-inference")
+	build.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	nacostest.ForEach(t, func(t *testing.T, s nacostest.Server) {
+		svc := "ai-kill-" + s.Kind
+		ln, _ := net.Listen("tcp", "127.0.0.1:0")
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		args := []string{"-port", strconv.Itoa(port), "-service", svc, "-cycle", "300ms", "-min-ms", "5", "-max-ms", "10"}
+		if s.Kind == "rnacos" {
+			args = append(args, "-rnacos")
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "NACOS_ADDR="+s.Addr, "LOG_LEVEL=warn", "HOME="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir())
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		bl, err := balancer.FromNacos(nacostest.Client(t, s), svc, "", balancer.Options{Policy: balancer.PolicyRoundRobin, SlowStart: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bl.Close()
+		toActive := eventually(t, "example service routable", 30*time.Second, func() bool {
+			e, done, err := bl.Pick(context.Background(), balancer.Request{Model: "example"})
+			if err != nil {
+				return false
+			}
+			done.Report(balancer.Result{})
+			return e.Port == port
+		})
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		gone := eventually(t, "killed instance dropped", 60*time.Second, func() bool { return len(bl.Endpoints()) == 0 })
+		if _, _, err := bl.Pick(context.Background(), balancer.Request{}); err == nil {
+			t.Fatal("a balancer still picks the killed instance")
+		}
+		t.Logf("%s: process start -> routable %v; SIGKILL -> instance gone from Nacos and the balancer %v",
+			s.Kind, toActive.Round(time.Millisecond), gone.Round(time.Millisecond))
+	})
+}
