@@ -403,7 +403,7 @@ func (b *Balancer) Pick(_ context.Context, req Request) (*Endpoint, Done, error)
 // eligible applies the request filters to one candidate.
 func (b *Balancer) eligible(e *Endpoint, req *Request, now int64) bool {
 	return servesTask(e, req.Task) && servesModel(e, req.Model) &&
-		meets(e, req, now) && !e.st.br.isOpen(now)
+		meets(e, req, now) && !e.st.br.isOpen(now) && !excluded(e, req)
 }
 
 // why explains an empty choice by the first request filter that failed.

@@ -459,3 +459,19 @@ func BenchmarkRebuild1000AllChanged(b *testing.B) {
 		bl.Update(lists[i%2])
 	}
 }
+
+func TestExclude(t *testing.T) {
+	c := &clock{now: t0}
+	b := newTestBalancer(c, Options{})
+	b.Update([]nacosreg.Instance{inst(1, c.Now(), nil), inst(2, c.Now(), nil)})
+	for i := 0; i < 50; i++ {
+		e, done, err := b.Pick(context.Background(), Request{Exclude: []string{"10.1.0.1:1"}})
+		if err != nil || e.Port != 2 {
+			t.Fatalf("excluded endpoint picked: %v %v", e, err)
+		}
+		done.Report(Result{})
+	}
+	if _, _, err := b.Pick(context.Background(), Request{Exclude: []string{"10.1.0.1:1", "10.1.0.1:2"}}); !errors.Is(err, ErrNoEndpoint) {
+		t.Fatalf("all excluded: %v", err)
+	}
+}

@@ -17,6 +17,9 @@ type Request struct {
 	// MinFreeVRAMMiB and GPUModel are constraints.
 	MinFreeVRAMMiB int64
 	GPUModel       string
+	// Exclude lists addresses (host:port) not to pick: a retry's earlier
+	// attempts.
+	Exclude []string
 }
 
 // Reasons reported in ErrNoEndpoint, one per filter.
@@ -78,6 +81,15 @@ func meets(e *Endpoint, r *Request, now int64) bool {
 		return false
 	}
 	return true
+}
+
+func excluded(e *Endpoint, r *Request) bool {
+	for _, a := range r.Exclude {
+		if a == e.Addr {
+			return true
+		}
+	}
+	return false
 }
 
 func hasLocale(e *Endpoint, locale string) bool {

@@ -85,6 +85,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			done.Report(Result{Err: err})
 			if isConnFailure(err) {
 				lastErr = err
+				breq.Exclude = append(breq.Exclude, e.Addr) // retry elsewhere
 				continue
 			}
 			return nil, err
