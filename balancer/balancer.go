@@ -311,6 +311,18 @@ func emptyReason(all []*Endpoint) string {
 	return ""
 }
 
+// Cost returns the policy's cost for e now (lower is picked first) and
+// whether e passes the static filters, for operators' views.
+func (b *Balancer) Cost(e *Endpoint, now time.Time) (float64, bool) {
+	s := b.snap.Load()
+	for _, r := range s.routable {
+		if r == e {
+			return b.cost(s, e, now.UnixNano()), true
+		}
+	}
+	return 0, false
+}
+
 // Endpoints returns the endpoints of the current snapshot (for operators'
 // views). The slice must not be modified.
 func (b *Balancer) Endpoints() []*Endpoint { return b.snap.Load().all }

@@ -2,6 +2,8 @@
 // understand it; its subcommands also serve operators and scripts.
 //
 //	nacos-ai-bridge config validate FILE   check an inference config before publishing
+//	nacos-ai-bridge instances SERVICE      the operator's view of a service
+//	nacos-ai-bridge pick SERVICE           one balancer pick, for scripts
 //	nacos-ai-bridge version                print the version
 //
 // Run "nacos-ai-bridge COMMAND --help" for a command's flags.
@@ -29,6 +31,8 @@ const usage = `nacos-ai-bridge: run AI inference services behind Nacos
 
 Usage:
   nacos-ai-bridge config validate FILE   check an inference config (exit 1 on problems)
+  nacos-ai-bridge instances SERVICE      the instances Nacos holds, decoded, with the balancer's cost
+  nacos-ai-bridge pick SERVICE           one balancer pick: host:port (for scripts)
   nacos-ai-bridge version                print the version
 
 Run "nacos-ai-bridge COMMAND --help" for a command's flags.
@@ -46,6 +50,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "config":
 		err = configCmd(args[1:], stdout, stderr)
+	case "instances":
+		err = instancesCmd(args[1:], stdout, stderr)
+	case "pick":
+		err = pickCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "nacos-ai-bridge", versionString())
 	case "help", "-h", "--help":
