@@ -127,6 +127,10 @@ func WithGPU(s gpu.Sampler) Option { return func(b *Bridge) { b.gpu = s } }
 // by Middleware / Begin).
 func WithLoad(f func() Load) Option { return func(b *Bridge) { b.load = f } }
 
+// WithModels sets a source of the loaded models (a backend adapter's model
+// list), published instead of Static.Models whenever it returns any.
+func WithModels(f func() []string) Option { return func(b *Bridge) { b.models = f } }
+
 // WithConfig makes the bridge watch and hot-apply the inference config.
 func WithConfig(l inferencecfg.Listener) Option { return func(b *Bridge) { b.cfgListener = l } }
 
@@ -162,6 +166,7 @@ type Bridge struct {
 	warm        warmup.Func
 	gpu         gpu.Sampler
 	load        func() Load
+	models      func() []string
 	cfgListener inferencecfg.Listener
 	log         zerolog.Logger // component=bridge
 	base        zerolog.Logger // service and instance only, for sub-components
@@ -216,6 +221,12 @@ func New(cfg Config, reg Registry, opts ...Option) (*Bridge, error) {
 
 // Config returns the inference parameters in force (lock-free).
 func (b *Bridge) Config() *inferencecfg.Config { return b.store.Current() }
+
+// SubscribeConfig calls fn after each applied inference config change (for
+// handing the parameters to a backend); the returned func unsubscribes.
+func (b *Bridge) SubscribeConfig(fn func(old, new *inferencecfg.Config)) (cancel func()) {
+	return b.store.Subscribe(fn)
+}
 
 // ConfigStatus returns the inference config's status (revision, last
 // rejection).
@@ -471,7 +482,13 @@ func (b *Bridge) publishLocked(first bool) error {
 	if b.cfg.DisableEnabledFlag {
 		enabled = true
 	}
-	d := b.desired.Build(b.cfg.Static, live, b.gpu.Sample())
+	st := b.cfg.Static
+	if b.models != nil {
+		if m := b.models(); len(m) > 0 {
+			st.Models = m
+		}
+	}
+	d := b.desired.Build(st, live, b.gpu.Sample())
 	_, err := b.pub.Offer(d, enabled)
 	_ = first
 	return err

@@ -1,6 +1,7 @@
 // Command nacos-ai-bridge runs beside an inference server and makes Nacos
 // understand it; its subcommands also serve operators and scripts.
 //
+//	nacos-ai-bridge run [-config FILE]     the sidecar beside a non-Go inference server
 //	nacos-ai-bridge config validate FILE   check an inference config before publishing
 //	nacos-ai-bridge instances SERVICE      the operator's view of a service
 //	nacos-ai-bridge pick SERVICE           one balancer pick, for scripts
@@ -30,6 +31,7 @@ func main() {
 const usage = `nacos-ai-bridge: run AI inference services behind Nacos
 
 Usage:
+  nacos-ai-bridge run [-config FILE]     the sidecar beside a non-Go inference server
   nacos-ai-bridge config validate FILE   check an inference config (exit 1 on problems)
   nacos-ai-bridge instances SERVICE      the instances Nacos holds, decoded, with the balancer's cost
   nacos-ai-bridge pick SERVICE           one balancer pick: host:port (for scripts)
@@ -50,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "config":
 		err = configCmd(args[1:], stdout, stderr)
+	case "run":
+		err = runCmd(args[1:], stdout, stderr)
 	case "instances":
 		err = instancesCmd(args[1:], stdout, stderr)
 	case "pick":

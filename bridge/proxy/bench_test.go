@@ -1,0 +1,289 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/inferencecfg"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/shutdown"
+)
+
+// The benchmarks compare calling a backend directly with calling it through
+// the proxy, on loopback, in the same process and run, so the ratio is what
+// matters, not the absolute figures. The backend answers 1 KiB.
+
+var (
+	kib      = []byte(strings.Repeat("x", 1023) + "\n")
+	chatBody = `{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant."},` +
+		`{"role":"user","content":"Summarise the plot of Hamlet in two sentences."}],"stream":false}`
+)
+
+// benchEnv is a 1 KiB backend, the proxy in front of it (with a Tracker and
+// a config, as the sidecar runs it), and a client with a pool big enough
+// for the parallel benchmarks.
+type benchEnv struct {
+	backend, proxied *httptest.Server
+	proxy            *Proxy
+	client           *http.Client
+	delay            time.Duration // backend service time; set before use
+}
+
+func newBenchEnv(tb testing.TB, sse bool) *benchEnv {
+	tb.Helper()
+	e := &benchEnv{}
+	var h http.HandlerFunc = func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if e.delay > 0 {
+			time.Sleep(e.delay)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "1024")
+		_, _ = w.Write(kib)
+	}
+	if sse {
+		h = func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: {\"token\":\"one\"}\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(2 * time.Millisecond) // next token
+			_, _ = io.WriteString(w, "data: [DONE]\n\n")
+		}
+	}
+	e.backend = httptest.NewServer(h)
+	u, _ := url.Parse(e.backend.URL)
+	cfg := testConfig()
+	p, err := New(Options{
+		Backend: u,
+		Config:  func() *inferencecfg.Config { return cfg },
+		Tracker: shutdown.NewTracker(),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.proxy = p
+	e.proxied = httptest.NewServer(p)
+	e.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, DisableCompression: true}}
+	tb.Cleanup(func() {
+		e.client.CloseIdleConnections()
+		e.proxied.Close()
+		p.CloseIdleConnections()
+		e.backend.Close()
+	})
+	return e
+}
+
+// call makes one request and reads the whole response.
+func (e *benchEnv) call(base string, post bool) error {
+	var req *http.Request
+	if post {
+		req, _ = http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(chatBody))
+		req.Header.Set("Content-Type", "application/json")
+	} else {
+		req, _ = http.NewRequest("GET", base+"/v1/models", nil)
+	}
+	res, err := e.client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		return fmt.Errorf("status %d", res.StatusCode)
+	}
+	return err
+}
+
+func benchCalls(b *testing.B, proxied bool) {
+	for _, post := range []bool{false, true} {
+		name := "get"
+		if post {
+			name = "post-chat"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := newBenchEnv(b, false)
+			base := e.backend.URL
+			if proxied {
+				base = e.proxied.URL
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(kib)))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := e.call(base, post); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkDirect is the baseline: the client calls the backend.
+func BenchmarkDirect(b *testing.B) { benchCalls(b, false) }
+
+// BenchmarkProxied is the same load through the proxy; "post-chat" includes
+// the body rewrite (temperature, top_p, max_tokens filled).
+func BenchmarkProxied(b *testing.B) { benchCalls(b, true) }
+
+// BenchmarkRewriteBody is the body rewrite alone, on a small chat request.
+func BenchmarkRewriteBody(b *testing.B) {
+	cfg := testConfig()
+	in := []byte(chatBody)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		rewriteBody(in, cfg)
+	}
+}
+
+// TestOverheadReport prints the figures behind the package's performance
+// claims: added latency per request, throughput ratio and SSE time to first
+// byte, each against the direct baseline of the same run. It is a
+// measurement, not a check, so it runs only when asked and without -race:
+//
+//	PROXY_REPORT=1 go test -run TestOverheadReport -v ./bridge/proxy
+func TestOverheadReport(t *testing.T) {
+	if os.Getenv("PROXY_REPORT") == "" {
+		t.Skip("set PROXY_REPORT=1 to measure")
+	}
+	const n = 5000
+
+	e := newBenchEnv(t, false)
+	for _, post := range []bool{false, true} {
+		// Interleave direct and proxied calls so drift (frequency scaling,
+		// GC) hits both alike.
+		var direct, proxied []time.Duration
+		for i := 0; i < n+200; i++ {
+			for _, base := range []string{e.backend.URL, e.proxied.URL} {
+				start := time.Now()
+				if err := e.call(base, post); err != nil {
+					t.Fatal(err)
+				}
+				if i >= 200 { // warm-up: connections, pools
+					d := time.Since(start)
+					if base == e.backend.URL {
+						direct = append(direct, d)
+					} else {
+						proxied = append(proxied, d)
+					}
+				}
+			}
+		}
+		d50, d99 := pct(direct, 0.5), pct(direct, 0.99)
+		p50, p99 := pct(proxied, 0.5), pct(proxied, 0.99)
+		t.Logf("sequential %s x%d: direct p50 %v p99 %v | proxied p50 %v p99 %v | added p50 %v (x%.2f)",
+			kind(post), n, d50, d99, p50, p99, p50-d50, float64(p50)/float64(d50))
+	}
+
+	for _, conc := range []int{1, 8, 64} {
+		for _, post := range []bool{false, true} {
+			d, p := throughput(t, e, conc, post)
+			t.Logf("throughput %s, %d concurrent: direct %.0f req/s, proxied %.0f req/s, ratio %.2f",
+				kind(post), conc, d, p, p/d)
+		}
+	}
+	// The same with a backend that takes 2 ms per request, the low end of a
+	// real inference call: the proxy's cost is then a share of the work.
+	slow := newBenchEnv(t, false)
+	slow.delay = 2 * time.Millisecond
+	for _, conc := range []int{8, 64} {
+		d, p := throughput(t, slow, conc, true)
+		t.Logf("throughput POST chat (rewritten), backend 2 ms, %d concurrent: direct %.0f req/s, proxied %.0f req/s, ratio %.2f",
+			conc, d, p, p/d)
+	}
+
+	s := newBenchEnv(t, true)
+	var direct, proxied []time.Duration
+	for i := 0; i < 520; i++ {
+		for _, base := range []string{s.backend.URL, s.proxied.URL} {
+			d := ttfb(t, s.client, base)
+			if i >= 20 {
+				if base == s.backend.URL {
+					direct = append(direct, d)
+				} else {
+					proxied = append(proxied, d)
+				}
+			}
+		}
+	}
+	t.Logf("SSE time to first event x%d: direct p50 %v p90 %v | proxied p50 %v p90 %v | added p50 %v",
+		len(direct), pct(direct, 0.5), pct(direct, 0.9), pct(proxied, 0.5), pct(proxied, 0.9), pct(proxied, 0.5)-pct(direct, 0.5))
+	t.Logf("proxy stats: %+v", e.proxy.Stats())
+}
+
+func kind(post bool) string {
+	if post {
+		return "POST chat (rewritten)"
+	}
+	return "GET"
+}
+
+func pct(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+// throughput runs conc closed-loop callers in alternating 250 ms windows,
+// direct then proxied, four of each, and returns req/s for both; the
+// alternation keeps a noisy machine from favouring one side.
+func throughput(t *testing.T, e *benchEnv, conc int, post bool) (direct, proxied float64) {
+	t.Helper()
+	const window, rounds = 250 * time.Millisecond, 4
+	var n [2]int64
+	for range rounds {
+		for side, base := range []string{e.backend.URL, e.proxied.URL} {
+			var count atomic.Int64
+			var wg sync.WaitGroup
+			stop := time.Now().Add(window)
+			for range conc {
+				wg.Go(func() {
+					for time.Now().Before(stop) {
+						if err := e.call(base, post); err != nil {
+							t.Error(err)
+							return
+						}
+						count.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			n[side] += count.Load()
+		}
+	}
+	secs := (window * rounds).Seconds()
+	return float64(n[0]) / secs, float64(n[1]) / secs
+}
+
+// ttfb returns the time from sending a streaming request to reading its
+// first event, then drains the rest.
+func ttfb(t *testing.T, c *http.Client, base string) time.Duration {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	br := bufio.NewReader(res.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	_, _ = io.Copy(io.Discard, br)
+	return d
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/rs/zerolog"
+
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/admin"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/backend"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/gpu"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/proxy"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/inferencecfg"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/nacosreg"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/shutdown"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/warmup"
+)
+
+func runCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "conf/bridge.yaml", "bridge config file")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: nacos-ai-bridge run [-config conf/bridge.yaml]\n\nRuns the sidecar: registers the backend in Nacos, keeps its metadata true,\nwarms it up, applies the inference config, proxies requests and drains on\nSIGTERM. Environment overrides: NACOS_ADDR, NACOS_NAMESPACE, NACOS_USERNAME,\nNACOS_PASSWORD, NACOS_AI_SERVICE, NACOS_AI_SERVICE_IP, NACOS_AI_SERVICE_PORT,\nNACOS_AI_BACKEND_URL.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, err := loadRunConfig(*cfgPath, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "nacos-ai-bridge: invalid config:\n%v\n", err)
+		return err
+	}
+	lvl, _ := zerolog.ParseLevel(c.Log.Level)
+	log := zerolog.New(stderr).Level(lvl).With().Timestamp().Logger()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := shutdown.Notify(ctx, func(context.Context) { cancel() }, func() { os.Exit(1) })
+	defer stop()
+	if err := runSidecar(ctx, c, log); err != nil {
+		log.Error().Err(err).Msg("stopped with an error")
+		return err
+	}
+	return nil
+}
+
+// runSidecar runs until ctx is cancelled, then drains and returns.
+func runSidecar(ctx context.Context, c *runConfig, log zerolog.Logger) error {
+	nc, err := nacosreg.New(nacosreg.Options{
+		Servers: c.Nacos.Servers, Namespace: c.Nacos.Namespace, Group: c.Nacos.Group,
+		Username: c.Nacos.Username, Password: c.Nacos.Password, Logger: log, RNacosCompat: c.Nacos.RNacos,
+	})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	backendURL, _ := url.Parse(c.Backend.URL) // validated
+	var px *proxy.Proxy
+	ad, err := backend.New(backend.Config{
+		Engine: c.Backend.Engine, BaseURL: c.Backend.URL,
+		HealthPath: c.Backend.HealthPath, ModelsPath: c.Backend.ModelsPath, MetricsPath: c.Backend.MetricsPath,
+		InFlight: func() int64 {
+			if px == nil {
+				return -1
+			}
+			return px.InFlight()
+		},
+	}, nil)
+	if err != nil {
+		return err
+	}
+	// One poll per health cycle: liveness polls, readiness and load read it.
+	var mu sync.Mutex
+	var last backend.Status
+	liveness := bridge.CheckFunc(func(ctx context.Context) error {
+		s := ad.Poll(ctx)
+		mu.Lock()
+		last = s
+		mu.Unlock()
+		if !s.Live {
+			return fmt.Errorf("backend %s not live: %v", c.Backend.Engine, s.Err)
+		}
+		return nil
+	})
+	readiness := bridge.CheckFunc(func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !last.Ready {
+			return fmt.Errorf("backend %s not ready", c.Backend.Engine)
+		}
+		return nil
+	})
+	load := func() bridge.Load {
+		mu.Lock()
+		defer mu.Unlock()
+		l := bridge.Load{QueueDepth: last.QueueDepth, Inflight: last.Running, KVCacheUsage: -1}
+		if last.KVCacheUsage >= 0 {
+			l.KVCacheUsage = int64(last.KVCacheUsage*100 + 0.5)
+		}
+		return l
+	}
+	models := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return last.Models
+	}
+
+	sel, err := gpu.ParseSelector(c.GPU.Visible)
+	if err != nil {
+		return err
+	}
+	var static []gpu.Device
+	for i, d := range c.GPU.Static {
+		static = append(static, gpu.Device{Index: i, Name: d.Name, MemTotal: uint64(d.MemoryMiB) << 20, Util: -1, TempC: -1, PowerMW: -1})
+	}
+	sampler, gerr := gpu.Open(nvml.New(), gpu.NVMLOptions{Select: sel, Logger: log}, static)
+	if gerr != nil {
+		log.Info().Str("gpu", "static or none").Msg(gerr.Error())
+	}
+	defer sampler.Close()
+
+	probe := bridge.InferenceCheck{URL: backendURL.JoinPath(c.Health.Probe.Path).String(), Body: []byte(c.Health.Probe.Body), MaxLatency: c.Health.Probe.MaxLatency}
+	b, err := bridge.New(bridge.Config{
+		Service: c.Service.Name, Group: c.Nacos.Group, Cluster: c.Service.Cluster, IP: c.Service.IP, Port: c.Service.Port,
+		Static: bridge.Static{Models: c.Backend.Models, ModelVersion: c.Backend.ModelVersion, MaxConcurrent: c.Backend.MaxConcurrent,
+			MaxTokens: c.Backend.MaxTokens, Tasks: c.Backend.Tasks, Weight: c.Service.Weight, Locales: c.Service.Locales, Region: c.Service.Region},
+		Cycle: c.Health.Cycle, InferenceEvery: c.Health.InferenceEvery, LivenessFailures: c.Health.LivenessFailures, ProbeTimeout: c.Health.ProbeTimeout,
+		Warmup: warmup.Config{Rounds: c.Warmup.Rounds, RoundTimeout: c.Warmup.RoundTimeout, Total: c.Warmup.Total,
+			MinSuccess: c.Warmup.MinSuccess, TargetP95: c.Warmup.TargetP95},
+		PropagationDelay: c.Drain.PropagationDelay, DrainTimeout: c.Drain.Timeout, DisableEnabledFlag: c.Nacos.RNacos,
+		ConfigSource: inferencecfg.Source{DataID: c.InferenceConfig.DataID, Group: c.InferenceConfig.Group, Service: c.Service.Name},
+	}, nc,
+		bridge.WithLogger(log), bridge.WithConfig(nc), bridge.WithGPU(sampler),
+		bridge.WithLiveness(liveness), bridge.WithReadiness(readiness), bridge.WithLoad(load), bridge.WithModels(models),
+		bridge.WithInferenceProbe(probe.Probe),
+		bridge.WithWarmup(func(ctx context.Context, _ int) error { _, err := probe.Probe(ctx); return err }),
+	)
+	if err != nil {
+		return err
+	}
+	if c.InferenceConfig.ReloadURL != "" || c.InferenceConfig.File != "" {
+		cancelSub := b.SubscribeConfig(func(_, n *inferencecfg.Config) { handOff(c, n, log) })
+		defer cancelSub()
+	}
+
+	var servers []*http.Server
+	serve := func(addr string, h http.Handler, what string) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s listen %s: %w", what, addr, err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		go func() { _ = srv.Serve(ln) }() // ends with srv.Shutdown below
+		log.Info().Str("listen", ln.Addr().String()).Msg(what + " listening")
+		return nil
+	}
+	var extra []admin.Extra
+	if c.Proxy.Enabled {
+		px, err = proxy.New(proxy.Options{Backend: backendURL, Config: b.Config, Logger: log})
+		if err != nil {
+			return err
+		}
+		if err := serve(c.Proxy.Listen, b.Middleware(px), "proxy"); err != nil {
+			return err
+		}
+		extra = append(extra, func(w io.Writer) { writeProxyMetrics(w, px.Stats()) })
+	}
+	if err := serve(c.Admin.Listen, admin.Handler(b, extra...), "admin"); err != nil {
+		return err
+	}
+	runErr := b.Run(ctx) // returns after the drain, once STOPPED
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	for _, s := range servers {
+		_ = s.Shutdown(sctx)
+	}
+	return runErr
+}
+
+// handOff gives the validated parameters to a backend that reads its own
+// config: POSTed as JSON to reload-url and/or written atomically to file.
+func handOff(c *runConfig, cfg *inferencecfg.Config, log zerolog.Logger) {
+	body, _ := json.Marshal(struct {
+		Rev string `json:"rev"`
+		*inferencecfg.Config
+	}{cfg.Rev, cfg})
+	if u := c.InferenceConfig.ReloadURL; u != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 != 2 {
+				err = errors.New(resp.Status)
+			}
+		}
+		if err != nil {
+			log.Warn().Err(err).Str("rev", cfg.Rev).Msg("reload hook failed")
+		}
+	}
+	if f := c.InferenceConfig.File; f != "" {
+		tmp, err := os.CreateTemp(filepath.Dir(f), "."+filepath.Base(f)+".*")
+		if err == nil {
+			_, err = tmp.Write(body)
+			if cerr := tmp.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = os.Rename(tmp.Name(), f) // atomic: readers see old or new, never half
+			}
+			if err != nil {
+				os.Remove(tmp.Name())
+			}
+		}
+		if err != nil {
+			log.Warn().Err(err).Str("file", f).Msg("config file not written")
+		}
+	}
+}
+
+func writeProxyMetrics(w io.Writer, s proxy.Snapshot) {
+	fmt.Fprintf(w, "# HELP nacos_ai_bridge_proxy_in_flight Requests in flight through the proxy.\n# TYPE nacos_ai_bridge_proxy_in_flight gauge\nnacos_ai_bridge_proxy_in_flight %d\n", s.InFlight)
+	for _, m := range []struct {
+		name string
+		v    uint64
+	}{{"requests", s.Requests}, {"failures", s.Failures}, {"rewritten", s.Rewritten}, {"clamped", s.Clamped}} {
+		fmt.Fprintf(w, "# HELP nacos_ai_bridge_proxy_%s_total Proxy %s.\n# TYPE nacos_ai_bridge_proxy_%s_total counter\nnacos_ai_bridge_proxy_%s_total %d\n", m.name, m.name, m.name, m.name, m.v)
+	}
+}

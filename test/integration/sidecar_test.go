@@ -1,0 +1,198 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/balancer"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/test/nacostest"
+)
+
+// vllmLike is a sample backend speaking vLLM's endpoints: /health,
+// /v1/models, /metrics (vllm:* gauges) and /v1/completions, recording the
+// max_tokens each completion request carried.
+type vllmLike struct {
+	down      atomic.Bool
+	running   atomic.Int64
+	mu        sync.Mutex
+	maxTokens []float64
+}
+
+func (v *vllmLike) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if v.down.Load() {
+		http.Error(w, "engine dead", http.StatusInternalServerError)
+		return
+	}
+	switch r.URL.Path {
+	case "/health":
+	case "/v1/models":
+		io.WriteString(w, `{"object":"list","data":[{"id":"qwen2.5-7b-instruct","object":"model","owned_by":"vllm"}]}`)
+	case "/metrics":
+		fmt.Fprintf(w, "# HELP vllm:num_requests_running Number of requests in model execution batches.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"qwen2.5-7b-instruct\"} %d\n"+
+			"# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"qwen2.5-7b-instruct\"} 0\n"+
+			"# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{model_name=\"qwen2.5-7b-instruct\"} 0.25\n", v.running.Load())
+	case "/v1/completions":
+		v.running.Add(1)
+		defer v.running.Add(-1)
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		if mt, ok := body["max_tokens"].(float64); ok && body["prompt"] != "ping" {
+			v.mu.Lock()
+			v.maxTokens = append(v.maxTokens, mt)
+			v.mu.Unlock()
+		}
+		if d, ok := body["sleep_ms"].(float64); ok {
+			time.Sleep(time.Duration(d) * time.Millisecond)
+		}
+		io.WriteString(w, `{"object":"text_completion","choices":[{"text":"ok"}]}`)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestSidecar runs `nacos-ai-bridge run` in front of a vLLM-like backend:
+// it registers and becomes routable, the inference config reaches proxied
+// requests, a dead backend becomes unroutable and comes back after warm-up,
+// and SIGTERM drains with no in-flight request failing.
+func TestSidecar(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "nacos-ai-bridge")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/nacos-ai-bridge")
+	build.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	nacostest.ForEach(t, func(t *testing.T, s nacostest.Server) {
+		be := &vllmLike{}
+		bln, _ := net.Listen("tcp", "127.0.0.1:0")
+		bsrv := &http.Server{Handler: be}
+		go bsrv.Serve(bln)
+		defer bsrv.Close()
+		svc := "ai-sidecar-" + s.Kind
+		proxyPort, adminPort := freePort(t), freePort(t)
+		conf := fmt.Sprintf(`nacos: {servers: [%q], rnacos: %v}
+service: {name: %s, ip: 127.0.0.1, port: %d}
+backend: {engine: vllm, url: "http://%s", tasks: [generation], max-concurrent: 16}
+health: {cycle: 300ms, inference-every: 1, liveness-failures: 1, probe-timeout: 1s, probe: {path: /v1/completions, body: '{"prompt":"ping","max_tokens":1}'}}
+warmup: {rounds: 3, round-timeout: 1s}
+drain: {propagation-delay: 1500ms, timeout: 10s}
+proxy: {enabled: true, listen: "127.0.0.1:%d"}
+admin: {listen: "127.0.0.1:%d"}
+inference-config: {data-id: %s-config}
+log: {level: warn}
+`, s.Addr, s.Kind == "rnacos", svc, proxyPort, bln.Addr(), proxyPort, adminPort, svc)
+		cfgFile := filepath.Join(t.TempDir(), "bridge.yaml")
+		os.WriteFile(cfgFile, []byte(conf), 0o644)
+		cmd := exec.Command(bin, "run", "-config", cfgFile)
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+
+		bl, err := balancer.FromNacos(nacostest.Client(t, s), svc, "", balancer.Options{Policy: balancer.PolicyRoundRobin, SlowStart: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bl.Close()
+		routableNow := func() bool {
+			e, done, err := bl.Pick(context.Background(), balancer.Request{Model: "qwen2.5-7b-instruct"})
+			if err != nil {
+				return false
+			}
+			done.Report(balancer.Result{})
+			return e.Port == proxyPort
+		}
+		start := time.Now()
+		up := eventually(t, "sidecar registered and routable", 30*time.Second, routableNow)
+		var report []string
+		report = append(report, fmt.Sprintf("start -> routable %v", up.Round(time.Millisecond)))
+		for _, e := range bl.Endpoints() {
+			if e.Meta.KVCacheUsage.V != 25 || e.Meta.LoadedModels[0] != "qwen2.5-7b-instruct" {
+				t.Fatalf("metadata from the vLLM adapter: %+v", e.Meta)
+			}
+		}
+
+		// The inference config reaches proxied requests.
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &balancer.Transport{Balancers: map[string]*balancer.Balancer{svc: bl.Balancer}}}
+		if err := nacostest.PublishConfig(s, svc+"-config", "AI_SERVICE", "inference:\n  max-tokens: 77\n", "yaml"); err != nil {
+			t.Fatal(err)
+		}
+		d := eventually(t, "config applied to proxied requests", 15*time.Second, func() bool {
+			resp, err := hc.Post("http://"+svc+"/v1/completions", "application/json", strings.NewReader(`{"model":"qwen2.5-7b-instruct","prompt":"hi"}`))
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			be.mu.Lock()
+			defer be.mu.Unlock()
+			return len(be.maxTokens) > 0 && be.maxTokens[len(be.maxTokens)-1] == 77
+		})
+		report = append(report, fmt.Sprintf("config publish -> applied to proxied requests %v", d.Round(time.Millisecond)))
+
+		// Backend dead -> unroutable; back -> warm-up -> routable.
+		be.down.Store(true)
+		d = eventually(t, "dead backend unroutable", 10*time.Second, func() bool { return !routableNow() })
+		report = append(report, fmt.Sprintf("backend dead -> unroutable %v", d.Round(time.Millisecond)))
+		be.down.Store(false)
+		d = eventually(t, "backend back -> routable", 20*time.Second, routableNow)
+		report = append(report, fmt.Sprintf("backend back -> warmed -> routable %v", d.Round(time.Millisecond)))
+
+		// SIGTERM with requests in flight: none fails.
+		var failed atomic.Int64
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := hc.Post("http://"+svc+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"slow","sleep_ms":1200}`))
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					failed.Add(1)
+				}
+			}()
+		}
+		time.Sleep(200 * time.Millisecond)
+		sigAt := time.Now()
+		cmd.Process.Signal(syscall.SIGTERM)
+		wg.Wait()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("sidecar exit: %v", err)
+		}
+		report = append(report, fmt.Sprintf("SIGTERM with 8 requests in flight: %d failed, exited after %v", failed.Load(), time.Since(sigAt).Round(time.Millisecond)))
+		if failed.Load() != 0 {
+			t.Fatalf("%d in-flight requests failed during the drain", failed.Load())
+		}
+		eventually(t, "deregistered", 10*time.Second, func() bool { return len(bl.Endpoints()) == 0 })
+		t.Logf("%s: %s (total %v)", s.Kind, strings.Join(report, "; "), time.Since(start).Round(time.Millisecond))
+	})
+}
