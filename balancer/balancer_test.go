@@ -397,8 +397,9 @@ func benchList(n int) []nacosreg.Instance {
 	return l
 }
 
-func BenchmarkPick1000(b *testing.B) {
-	bl := New(Options{})
+// benchPick picks from 1000 endpoints on every core, reporting each pick.
+func benchPick(b *testing.B, policy string) {
+	bl := New(Options{Policy: policy})
 	bl.Update(benchList(1000))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -412,21 +413,10 @@ func BenchmarkPick1000(b *testing.B) {
 	})
 }
 
+func BenchmarkPick1000(b *testing.B) { benchPick(b, PolicyAI) }
+
 // BenchmarkPick1000RoundRobin is the baseline policy in the same run.
-func BenchmarkPick1000RoundRobin(b *testing.B) {
-	bl := New(Options{Policy: PolicyRoundRobin})
-	bl.Update(benchList(1000))
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			_, done, err := bl.Pick(context.Background(), Request{Model: "qwen"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			done.Report(Result{Latency: time.Millisecond})
-		}
-	})
-}
+func BenchmarkPick1000RoundRobin(b *testing.B) { benchPick(b, PolicyRoundRobin) }
 
 // BenchmarkRebuild1000 is the common push: the whole list, one instance
 // changed.

@@ -66,25 +66,39 @@ func watchOnce(n *nacosFlags, service string, wait time.Duration) (*balancer.Wat
 	return w, func() { w.Close(); cleanup() }, nil
 }
 
-func instancesCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("instances", flag.ContinueOnError)
+// serviceCommand parses the flags of a command that takes one SERVICE and
+// returns a balancer holding that service's instances.
+func serviceCommand(name, what string, args []string, stderr io.Writer, n *nacosFlags, extra func(*flag.FlagSet)) (*flag.FlagSet, *balancer.Watched, func(), error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var n nacosFlags
 	n.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: nacos-ai-bridge instances [flags] SERVICE\n\nLists the instances Nacos holds for SERVICE with their decoded metadata and\nthe cost the balancer would give them (lower is picked first).\n\n")
+		fmt.Fprintf(stderr, "Usage: nacos-ai-bridge %s [flags] SERVICE\n\n%s\n\n", name, what)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return errUsage
+		return nil, nil, nil, errUsage
 	}
-	w, closeFn, err := watchOnce(&n, fs.Arg(0), 3*time.Second)
+	w, closeFn, err := watchOnce(n, fs.Arg(0), 3*time.Second)
 	if err != nil {
 		fmt.Fprintln(stderr, "nacos-ai-bridge:", err)
+		return nil, nil, nil, err
+	}
+	return fs, w, closeFn, nil
+}
+
+func instancesCmd(args []string, stdout, stderr io.Writer) error {
+	var n nacosFlags
+	fs, w, closeFn, err := serviceCommand("instances", "Lists the instances Nacos holds for SERVICE with their decoded metadata and\nthe cost the balancer would give them (lower is picked first).",
+		args, stderr, &n, nil)
+	if err != nil {
 		return err
 	}
 	defer closeFn()
@@ -125,26 +139,14 @@ func instancesCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func pickCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("pick", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var n nacosFlags
-	n.register(fs)
-	model := fs.String("model", "", "model the request needs")
-	task := fs.String("task", "", "task the request needs (generation, embedding, ...)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: nacos-ai-bridge pick [flags] SERVICE\n\nPrints host:port of one balancer pick (for scripts); exit 1 when none.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	w, closeFn, err := watchOnce(&n, fs.Arg(0), 3*time.Second)
+	var model, task *string
+	_, w, closeFn, err := serviceCommand("pick", "Prints host:port of one balancer pick (for scripts); exit 1 when none.", args, stderr, &n,
+		func(fs *flag.FlagSet) {
+			model = fs.String("model", "", "model the request needs")
+			task = fs.String("task", "", "task the request needs (generation, embedding, ...)")
+		})
 	if err != nil {
-		fmt.Fprintln(stderr, "nacos-ai-bridge:", err)
 		return err
 	}
 	defer closeFn()

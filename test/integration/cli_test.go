@@ -5,7 +5,6 @@ package integration
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,10 +16,7 @@ import (
 
 // TestCLIInstancesAndPick runs the operator commands against real servers.
 func TestCLIInstancesAndPick(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "nacos-ai-bridge")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nacos-ai-bridge").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, "cmd/nacos-ai-bridge")
 	nacostest.ForEach(t, func(t *testing.T, s nacostest.Server) {
 		svc := "ai-cli-" + s.Kind
 		md := metadata.Instance{Lifecycle: metadata.Active, Warm: metadata.Ready, InferenceHealthy: metadata.True, GPUHealthy: metadata.True,

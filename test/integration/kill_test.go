@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -21,12 +20,7 @@ import (
 // deregister) and measures how long until Nacos drops the instance and the
 // balancer stops seeing it.
 func TestSIGKILL(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "example-inference")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/example-inference")
-	build.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, "cmd/example-inference")
 	nacostest.ForEach(t, func(t *testing.T, s nacostest.Server) {
 		svc := "ai-kill-" + s.Kind
 		ln, _ := net.Listen("tcp", "127.0.0.1:0")

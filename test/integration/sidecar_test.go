@@ -79,12 +79,7 @@ func freePort(t *testing.T) int {
 // requests, a dead backend becomes unroutable and comes back after warm-up,
 // and SIGTERM drains with no in-flight request failing.
 func TestSidecar(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "nacos-ai-bridge")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/nacos-ai-bridge")
-	build.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, "cmd/nacos-ai-bridge")
 	nacostest.ForEach(t, func(t *testing.T, s nacostest.Server) {
 		be := &vllmLike{}
 		bln, _ := net.Listen("tcp", "127.0.0.1:0")

@@ -3,6 +3,9 @@
 package integration
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +60,19 @@ func (w *watcher) waitFor(t *testing.T, what string, start time.Time, timeout ti
 			t.Fatalf("%s: not seen within %v; last list: %+v", what, timeout, w.latest)
 		}
 	}
+}
+
+// buildBinary builds one of the module's commands for a test that runs it as
+// a real process.
+func buildBinary(t *testing.T, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, "../../"+pkg)
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
 }
 
 func find(list []nacosreg.Instance, ip string, port int) *nacosreg.Instance {
