@@ -1,6 +1,6 @@
 # nacos-ai-bridge — see README.md.
 #
-#   make demo         a local Nacos, the bridge, a sample backend, a balancer picking
+#   make demo         a local Nacos, two sample backends with sidecars, a live config change, picks, a drain
 #   make test         vet + gofmt, unit tests with -race, short fuzzing, then the
 #                     integration tests against real Nacos servers
 #   make unit         unit tests only (no Nacos needed)
@@ -14,7 +14,7 @@ GO       ?= go
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 FUZZTIME ?= 5s
 
-.PHONY: all test lint unit fuzz integration demo bench sim servers
+.PHONY: all test lint unit fuzz integration demo demo-thin bench sim servers
 
 all: test
 
@@ -45,6 +45,10 @@ servers:
 
 demo:
 	./scripts/demo.sh
+
+# The foundation's thin path: register, subscribe, metadata change, config push.
+demo-thin:
+	./scripts/demo-thin.sh
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...

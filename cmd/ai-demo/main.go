@@ -3,7 +3,7 @@
 // and sees it, the instance turns warm, an operator publishes inference config
 // and the instance receives it, and the instance leaves.
 //
-// It is what `make demo` runs (scripts/demo.sh starts a local Nacos when
+// It is what `make demo-thin` runs (scripts/demo-thin.sh starts a local Nacos when
 // NACOS_ADDR is not set).
 package main
 
