@@ -5,8 +5,6 @@ package integration
 import (
 	"context"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -30,26 +28,9 @@ func TestSIGKILL(t *testing.T) {
 		if s.Kind == "rnacos" {
 			args = append(args, "-rnacos")
 		}
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "NACOS_ADDR="+s.Addr, "LOG_LEVEL=warn", "HOME="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir())
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer cmd.Process.Kill()
-		bl, err := balancer.FromNacos(nacostest.Client(t, s), svc, "", balancer.Options{Policy: balancer.PolicyRoundRobin, SlowStart: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer bl.Close()
-		toActive := eventually(t, "example service routable", 30*time.Second, func() bool {
-			e, done, err := bl.Pick(context.Background(), balancer.Request{Model: "example"})
-			if err != nil {
-				return false
-			}
-			done.Report(balancer.Result{})
-			return e.Port == port
-		})
+		cmd := startProcess(t, bin, []string{"NACOS_ADDR=" + s.Addr, "LOG_LEVEL=warn"}, args...)
+		bl := watchService(t, s, svc)
+		toActive := eventually(t, "example service routable", 30*time.Second, func() bool { return routableFor(bl.Balancer, "example", port) })
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,9 +139,12 @@ func (probeHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // routable samples the balancer and reports whether port gets picks.
-func routable(bl *balancer.Balancer, port int) bool {
+func routable(bl *balancer.Balancer, port int) bool { return routableFor(bl, "m", port) }
+
+// routableFor samples picks for model and reports whether port gets one.
+func routableFor(bl *balancer.Balancer, model string, port int) bool {
 	for i := 0; i < 20; i++ {
-		e, done, err := bl.Pick(context.Background(), balancer.Request{Model: "m"})
+		e, done, err := bl.Pick(context.Background(), balancer.Request{Model: model})
 		if err != nil {
 			continue
 		}
@@ -150,6 +154,31 @@ func routable(bl *balancer.Balancer, port int) bool {
 		}
 	}
 	return false
+}
+
+// watchService is a round-robin balancer, without slow start, fed by a real
+// subscription to svc: every sample of picks covers every routable instance.
+func watchService(t *testing.T, s nacostest.Server, svc string) *balancer.Watched {
+	t.Helper()
+	bl, err := balancer.FromNacos(nacostest.Client(t, s), svc, "", balancer.Options{Policy: balancer.PolicyRoundRobin, SlowStart: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bl.Close)
+	return bl
+}
+
+// startProcess runs bin as a real process; the test kills it at the end.
+func startProcess(t *testing.T, bin string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir()), env...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd
 }
 
 func eventually(t *testing.T, what string, within time.Duration, cond func() bool) time.Duration {

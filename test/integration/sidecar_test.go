@@ -3,14 +3,12 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -101,27 +99,9 @@ log: {level: warn}
 `, s.Addr, s.Kind == "rnacos", svc, proxyPort, bln.Addr(), proxyPort, adminPort, svc)
 		cfgFile := filepath.Join(t.TempDir(), "bridge.yaml")
 		os.WriteFile(cfgFile, []byte(conf), 0o644)
-		cmd := exec.Command(bin, "run", "-config", cfgFile)
-		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer cmd.Process.Kill()
-
-		bl, err := balancer.FromNacos(nacostest.Client(t, s), svc, "", balancer.Options{Policy: balancer.PolicyRoundRobin, SlowStart: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer bl.Close()
-		routableNow := func() bool {
-			e, done, err := bl.Pick(context.Background(), balancer.Request{Model: "qwen2.5-7b-instruct"})
-			if err != nil {
-				return false
-			}
-			done.Report(balancer.Result{})
-			return e.Port == proxyPort
-		}
+		cmd := startProcess(t, bin, nil, "run", "-config", cfgFile)
+		bl := watchService(t, s, svc)
+		routableNow := func() bool { return routableFor(bl.Balancer, "qwen2.5-7b-instruct", proxyPort) }
 		start := time.Now()
 		up := eventually(t, "sidecar registered and routable", 30*time.Second, routableNow)
 		var report []string
