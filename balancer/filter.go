@@ -91,12 +91,3 @@ func excluded(e *Endpoint, r *Request) bool {
 	}
 	return false
 }
-
-func hasLocale(e *Endpoint, locale string) bool {
-	for _, l := range e.Meta.Locales {
-		if l == locale {
-			return true
-		}
-	}
-	return false
-}

@@ -267,7 +267,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	defer close(b.done)
 	b.mu.Lock()
 	b.tStart = time.Now()
-	err := b.publishLocked(true)
+	err := b.publishLocked()
 	b.tRegistered = time.Now()
 	b.mu.Unlock()
 	if err != nil {
@@ -364,7 +364,7 @@ func (b *Bridge) tick(ctx context.Context) {
 	if ready && b.m.Warm() == metadata.Cold && b.warming == nil && b.m.Lifecycle() == metadata.Registered {
 		b.startWarmupLocked(ctx, now)
 	}
-	if err := b.publishLocked(false); err != nil {
+	if err := b.publishLocked(); err != nil {
 		b.log.Debug().Err(err).Msg("metadata write failed; retrying next cycle")
 	}
 }
@@ -399,7 +399,7 @@ func (b *Bridge) transitionLocked(f func() (Event, bool, error)) {
 	}
 	if changed {
 		b.log.Info().Str("kind", e.Kind).Str("from", e.From).Str("to", e.To).Str("reason", e.Reason).Msg("transition")
-		if err := b.publishLocked(false); err != nil {
+		if err := b.publishLocked(); err != nil {
 			b.log.Warn().Err(err).Msg("metadata write failed; retrying next cycle")
 		}
 	}
@@ -426,7 +426,7 @@ func (b *Bridge) startWarmupLocked(ctx context.Context, now time.Time) {
 			if !r.OK {
 				b.mu.Lock()
 				b.warmWhy = fmt.Sprintf("attempt %d: %s", attempt, r.Reason)
-				_ = b.publishLocked(false)
+				_ = b.publishLocked()
 				b.mu.Unlock()
 				b.log.Warn().Int("attempt", attempt).Str("reason", r.Reason).Msg("warm-up failed; retrying with back-off")
 			}
@@ -457,13 +457,13 @@ func (b *Bridge) startWarmupLocked(ctx context.Context, now time.Time) {
 func (b *Bridge) republish() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.publishLocked(false); err != nil {
+	if err := b.publishLocked(); err != nil {
 		b.log.Warn().Err(err).Msg("metadata write failed; retrying next cycle")
 	}
 }
 
 // publishLocked offers the desired metadata to the publisher.
-func (b *Bridge) publishLocked(first bool) error {
+func (b *Bridge) publishLocked() error {
 	if b.m.Lifecycle() == metadata.Stopped {
 		return nil
 	}
@@ -490,7 +490,6 @@ func (b *Bridge) publishLocked(first bool) error {
 	}
 	d := b.desired.Build(st, live, b.gpu.Sample())
 	_, err := b.pub.Offer(d, enabled)
-	_ = first
 	return err
 }
 
@@ -514,7 +513,7 @@ func (b *Bridge) drain() error {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.transitionLocked(func() (Event, bool, error) { return b.m.SetLifecycle(metadata.Draining, "shutdown", time.Now()) })
-			return b.publishLocked(false)
+			return b.publishLocked()
 		},
 		Deregister: func(context.Context) error {
 			err := b.reg.Deregister(b.ident)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -140,15 +141,7 @@ func (l *latencies) quantiles() (p50, p95 int64) {
 		return -1, -1
 	}
 	s := append([]time.Duration(nil), l.buf[:n]...)
-	sortDurations(s)
+	slices.Sort(s)
 	q := func(f float64) int64 { return s[min(int(f*float64(n)), n-1)].Milliseconds() }
 	return q(0.5), q(0.95)
-}
-
-func sortDurations(s []time.Duration) {
-	for i := 1; i < len(s); i++ { // tiny n: insertion sort
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/metadata"
@@ -80,7 +81,7 @@ func (m *Machine) SetLifecycle(to metadata.Lifecycle, reason string, now time.Ti
 	if to == m.lc {
 		return Event{}, false, nil
 	}
-	if !contains(lifecycleEdges[m.lc], to) {
+	if !slices.Contains(lifecycleEdges[m.lc], to) {
 		return Event{}, false, fmt.Errorf("%w: lifecycle %s -> %s (%s)", ErrIllegalTransition, m.lc, to, reason)
 	}
 	if to == metadata.Active && m.warm != metadata.Ready {
@@ -98,7 +99,7 @@ func (m *Machine) SetWarm(to metadata.WarmStatus, reason string, now time.Time) 
 	if to == m.warm {
 		return Event{}, false, nil
 	}
-	if !contains(warmEdges[m.warm], to) {
+	if !slices.Contains(warmEdges[m.warm], to) {
 		return Event{}, false, fmt.Errorf("%w: warm %s -> %s (%s)", ErrIllegalTransition, m.warm, to, reason)
 	}
 	if to == metadata.Warming && (m.lc == metadata.Draining || m.lc == metadata.Stopped) {
@@ -124,13 +125,4 @@ func (m *Machine) Events() []Event {
 		return append([]Event(nil), m.log[:m.next]...)
 	}
 	return append(append([]Event(nil), m.log[m.next:]...), m.log[:m.next]...)
-}
-
-func contains[T comparable](list []T, v T) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

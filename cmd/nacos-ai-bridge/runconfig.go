@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -185,7 +186,7 @@ func (c *runConfig) validate() []error {
 	if c.Service.Weight < 0 || c.Service.Weight > 10000 {
 		bad("service.weight", "%d is out of range 0..10000", c.Service.Weight)
 	}
-	if !contains(engines, c.Backend.Engine) {
+	if !slices.Contains(engines, c.Backend.Engine) {
 		bad("backend.engine", "%q is not one of %s", c.Backend.Engine, strings.Join(engines, ", "))
 	}
 	if u, err := url.Parse(c.Backend.URL); err != nil || c.Backend.URL == "" || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -222,17 +223,8 @@ func (c *runConfig) validate() []error {
 			bad("inference-config.reload-url", "%q is not a URL", c.InferenceConfig.ReloadURL)
 		}
 	}
-	if !contains([]string{"trace", "debug", "info", "warn", "error"}, c.Log.Level) {
+	if !slices.Contains([]string{"trace", "debug", "info", "warn", "error"}, c.Log.Level) {
 		bad("log.level", "%q is not one of trace, debug, info, warn, error", c.Log.Level)
 	}
 	return errs
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
