@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/gpu"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/metrics"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/publish"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/inferencecfg"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/metadata"
@@ -173,6 +174,7 @@ type Bridge struct {
 	clock       shutdown.Clock
 	store       *inferencecfg.Store
 	tracker     *shutdown.Tracker
+	probes      [numProbes]probeStats // indexed by probeLiveness...; atomic
 
 	mu        sync.Mutex // guards the state below; held across a publish
 	m         *Machine
@@ -206,6 +208,9 @@ func New(cfg Config, reg Registry, opts ...Option) (*Bridge, error) {
 	}
 	b := &Bridge{cfg: cfg, reg: reg, gpu: gpu.None{}, log: zerolog.Nop(), clock: shutdown.SystemClock{},
 		tracker: shutdown.NewTracker(), lat: newLatencies(32), stop: make(chan struct{}), done: make(chan struct{})}
+	for i := range b.probes {
+		b.probes[i].hist = metrics.NewHistogram(nil)
+	}
 	for _, o := range opts {
 		o(b)
 	}
@@ -236,6 +241,11 @@ func (b *Bridge) ConfigStatus() inferencecfg.Status { return b.store.Status() }
 // answers 503 with Retry-After once the drain refuses new work.
 func (b *Bridge) Middleware(h http.Handler) http.Handler { return b.tracker.Middleware(h) }
 
+// Tracker returns the in-flight tracker behind Middleware, Begin and End,
+// for a handler that takes one itself (the sidecar's proxy, which then also
+// counts what the drain refused).
+func (b *Bridge) Tracker() *shutdown.Tracker { return b.tracker }
+
 // Begin and End track one unit of non-HTTP work; Begin returns false while
 // draining refuses new work.
 func (b *Bridge) Begin() bool { return b.tracker.Begin() }
@@ -250,6 +260,19 @@ func (b *Bridge) State() State {
 	return State{Lifecycle: b.m.Lifecycle(), Warm: b.m.Warm(), WarmReason: b.warmWhy, InferenceHealthy: b.infOK != metadata.False,
 		InFlight: b.tracker.InFlight(), Metadata: b.pub.LastWritten(), ConfigRev: b.store.Current().Rev,
 		Config: b.store.Status(), Writes: b.pub.Counters()}
+}
+
+// Probes returns the results and latencies of the probes configured
+// (liveness, readiness, inference), in that order. Lock-free.
+func (b *Bridge) Probes() []ProbeStats {
+	configured := [numProbes]bool{b.liveness != nil, b.readiness != nil, b.inference != nil}
+	var out []ProbeStats
+	for i := range b.probes {
+		if configured[i] {
+			out = append(out, b.probes[i].snapshot(probeNames[i]))
+		}
+	}
+	return out
 }
 
 // Events returns the recorded state transitions, oldest first.
@@ -318,8 +341,8 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 
 // tick is one health cycle.
 func (b *Bridge) tick(ctx context.Context) {
-	live := b.check(ctx, b.liveness)
-	ready := live == nil && b.check(ctx, b.readiness) == nil
+	live := b.check(ctx, probeLiveness, b.liveness)
+	ready := live == nil && b.check(ctx, probeReadiness, b.readiness) == nil
 	var infLat time.Duration
 	var infErr error
 	b.mu.Lock()
@@ -328,7 +351,9 @@ func (b *Bridge) tick(ctx context.Context) {
 	b.mu.Unlock()
 	if runInference {
 		pctx, cancel := context.WithTimeout(ctx, b.cfg.ProbeTimeout)
+		started := time.Now()
 		infLat, infErr = b.inference(pctx)
+		b.probes[probeInference].record(time.Since(started), infErr)
 		cancel()
 	}
 	now := time.Now()
@@ -369,13 +394,16 @@ func (b *Bridge) tick(ctx context.Context) {
 	}
 }
 
-func (b *Bridge) check(ctx context.Context, c Checker) error {
+func (b *Bridge) check(ctx context.Context, probe int, c Checker) error {
 	if c == nil {
 		return nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, b.cfg.ProbeTimeout)
 	defer cancel()
-	return c.Check(pctx)
+	started := time.Now()
+	err := c.Check(pctx)
+	b.probes[probe].record(time.Since(started), err)
+	return err
 }
 
 // goColdLocked takes the instance out of rotation until warmed up again.

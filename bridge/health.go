@@ -7,7 +7,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
+
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/metrics"
 )
 
 // Checker is one health layer: liveness (the process answers) or readiness
@@ -144,4 +147,49 @@ func (l *latencies) quantiles() (p50, p95 int64) {
 	slices.Sort(s)
 	q := func(f float64) int64 { return s[min(int(f*float64(n)), n-1)].Milliseconds() }
 	return q(0.5), q(0.95)
+}
+
+// Probe names: ProbeStats.Probe and the probe label of the admin metrics.
+const (
+	ProbeLiveness  = "liveness"
+	ProbeReadiness = "readiness"
+	ProbeInference = "inference"
+)
+
+const (
+	probeLiveness = iota
+	probeReadiness
+	probeInference
+	numProbes
+)
+
+var probeNames = [numProbes]string{ProbeLiveness, ProbeReadiness, ProbeInference}
+
+// ProbeStats is one probe's record since the bridge was made.
+type ProbeStats struct {
+	Probe          string // ProbeLiveness, ProbeReadiness or ProbeInference
+	Passed, Failed uint64
+	// Latency is the duration of every run, passed or failed (a timeout
+	// lands at ProbeTimeout).
+	Latency metrics.HistogramSnapshot
+}
+
+// probeStats is written by the health cycle and read by the admin endpoint
+// without the bridge's lock.
+type probeStats struct {
+	passed, failed atomic.Uint64
+	hist           *metrics.Histogram
+}
+
+func (p *probeStats) record(d time.Duration, err error) {
+	if err != nil {
+		p.failed.Add(1)
+	} else {
+		p.passed.Add(1)
+	}
+	p.hist.Observe(d)
+}
+
+func (p *probeStats) snapshot(name string) ProbeStats {
+	return ProbeStats{Probe: name, Passed: p.passed.Load(), Failed: p.failed.Load(), Latency: p.hist.Snapshot()}
 }

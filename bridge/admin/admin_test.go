@@ -7,11 +7,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge"
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/metrics"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/publish"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/inferencecfg"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/metadata"
@@ -20,13 +22,24 @@ import (
 type fake struct{ st bridge.State }
 
 func (f fake) State() bridge.State { return f.st }
+func (f fake) Probes() []bridge.ProbeStats {
+	h := metrics.NewHistogram(nil)
+	h.Observe(2 * time.Millisecond)
+	h.Observe(40 * time.Millisecond)
+	h.Observe(5 * time.Second) // a timed-out probe
+	return []bridge.ProbeStats{
+		{Probe: bridge.ProbeReadiness, Passed: 9, Failed: 0, Latency: metrics.NewHistogram(nil).Snapshot()},
+		{Probe: bridge.ProbeInference, Passed: 2, Failed: 1, Latency: h.Snapshot()},
+	}
+}
+
 func (f fake) Events() []bridge.Event {
 	return []bridge.Event{{Kind: "warm", From: "cold", To: "warming"}}
 }
 
 func TestEndpoints(t *testing.T) {
 	st := bridge.State{Lifecycle: metadata.Active, Warm: metadata.Ready, InferenceHealthy: true, InFlight: 3,
-		Metadata: map[string]string{metadata.KeyLatencyP95: "640"}, ConfigRev: "abcd1234",
+		Metadata: map[string]string{metadata.KeyLatencyP95: "640"}, ConfigRev: `rev "7" \ ünïcode`,
 		Config: inferencecfg.Status{State: inferencecfg.StateApplied, Applies: 2, Rejections: 1}, Writes: publish.Counters{Writes: 7, Skips: 30}}
 	h := Handler(fake{st})
 	get := func(path string) (int, string) {
@@ -58,8 +71,22 @@ func TestEndpoints(t *testing.T) {
 			t.Fatalf("lifecycle one-hot wrong: %v", m)
 		}
 	}
-	if _, ok := fams["nacos_ai_bridge_inference_latency_p95_ms"]; !ok {
-		t.Fatal("p95 gauge missing")
+	if v := fams["nacos_ai_bridge_inference_latency_p95_ms"].GetMetric()[0].GetGauge().GetValue(); v != 640 {
+		t.Fatalf("p95 gauge %v, want 640", v)
+	}
+	if rev := fams["nacos_ai_bridge_config_info"].GetMetric()[0].GetLabel()[0].GetValue(); rev != st.ConfigRev {
+		t.Fatalf("config rev label %q, want %q", rev, st.ConfigRev)
+	}
+	probes := map[string]float64{}
+	for _, m := range fams["nacos_ai_bridge_probe_total"].GetMetric() {
+		probes[m.GetLabel()[0].GetValue()+"/"+m.GetLabel()[1].GetValue()] = m.GetCounter().GetValue()
+	}
+	if probes["inference/pass"] != 2 || probes["inference/fail"] != 1 || probes["readiness/pass"] != 9 || len(probes) != 4 {
+		t.Fatalf("probe counters %v", probes)
+	}
+	hists := fams["nacos_ai_bridge_probe_duration_seconds"].GetMetric()
+	if len(hists) != 2 || hists[1].GetLabel()[0].GetValue() != "inference" || hists[1].GetHistogram().GetSampleCount() != 3 {
+		t.Fatalf("probe histograms %v", hists)
 	}
 	c, body = get("/v1/state")
 	var got map[string]any

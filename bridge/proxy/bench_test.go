@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,7 +37,8 @@ type benchEnv struct {
 	backend, proxied *httptest.Server
 	proxy            *Proxy
 	client           *http.Client
-	delay            time.Duration // backend service time; set before use
+	delay            time.Duration // backend wait per request; set before use
+	burn             func()        // backend CPU work per request; set before use
 }
 
 func newBenchEnv(tb testing.TB, sse bool) *benchEnv {
@@ -46,6 +48,9 @@ func newBenchEnv(tb testing.TB, sse bool) *benchEnv {
 		_, _ = io.Copy(io.Discard, r.Body)
 		if e.delay > 0 {
 			time.Sleep(e.delay)
+		}
+		if e.burn != nil {
+			e.burn()
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", "1024")
@@ -187,21 +192,35 @@ func TestOverheadReport(t *testing.T) {
 			kind(post), n, d50, d99, p50, p99, p50-d50, float64(p50)/float64(d50))
 	}
 
+	// Client, proxy and backend share this machine's cores, so with a
+	// backend that does no work the proxy, which is one more HTTP server
+	// and one more HTTP client per request, is bounded near half of direct.
+	// The CPU per request says what the proxy itself costs (proxied minus
+	// direct), which is the figure that carries over to other backends.
 	for _, conc := range []int{1, 8, 64} {
 		for _, post := range []bool{false, true} {
-			d, p := throughput(t, e, conc, post)
-			t.Logf("throughput %s, %d concurrent: direct %.0f req/s, proxied %.0f req/s, ratio %.2f",
-				kind(post), conc, d, p, p/d)
+			d, p, cpu := throughput(t, e, conc, post)
+			t.Logf("throughput %s, zero-work backend, %d concurrent: direct %.0f req/s, proxied %.0f req/s, ratio %.2f; CPU/request direct %v proxied %v, proxy's share %v",
+				kind(post), conc, d, p, p/d, cpu[0].Round(time.Microsecond), cpu[1].Round(time.Microsecond), (cpu[1] - cpu[0]).Round(time.Microsecond))
 		}
 	}
-	// The same with a backend that takes 2 ms per request, the low end of a
-	// real inference call: the proxy's cost is then a share of the work.
+	// Backends that do work, as every inference server does: one that
+	// waits 2 ms per request (the GPU's share: the CPU is free meanwhile),
+	// and one that spends 1 ms of CPU per request (the HTTP front of a
+	// Python server). The proxy's cost is then a share of the work.
 	slow := newBenchEnv(t, false)
 	slow.delay = 2 * time.Millisecond
-	for _, conc := range []int{8, 64} {
-		d, p := throughput(t, slow, conc, true)
-		t.Logf("throughput POST chat (rewritten), backend 2 ms, %d concurrent: direct %.0f req/s, proxied %.0f req/s, ratio %.2f",
-			conc, d, p, p/d)
+	busy := newBenchEnv(t, false)
+	busy.burn = burnCPU(t, time.Millisecond)
+	for _, c := range []struct {
+		e    *benchEnv
+		what string
+	}{{slow, "backend waits 2 ms"}, {busy, "backend spends 1 ms CPU"}} {
+		for _, conc := range []int{8, 64} {
+			d, p, cpu := throughput(t, c.e, conc, true)
+			t.Logf("throughput POST chat (rewritten), %s, %d concurrent: direct %.0f req/s, proxied %.0f req/s, ratio %.2f; CPU/request direct %v proxied %v",
+				c.what, conc, d, p, p/d, cpu[0].Round(time.Microsecond), cpu[1].Round(time.Microsecond))
+		}
 	}
 
 	s := newBenchEnv(t, true)
@@ -237,16 +256,20 @@ func pct(ds []time.Duration, q float64) time.Duration {
 }
 
 // throughput runs conc closed-loop callers in alternating 250 ms windows,
-// direct then proxied, four of each, and returns req/s for both; the
-// alternation keeps a noisy machine from favouring one side.
-func throughput(t *testing.T, e *benchEnv, conc int, post bool) (direct, proxied float64) {
+// direct then proxied, four of each, and returns req/s for both, with the
+// process CPU time spent per request on each side (client, backend and, on
+// the proxied side, the proxy: all in this process). The alternation keeps a
+// noisy machine from favouring one side.
+func throughput(t *testing.T, e *benchEnv, conc int, post bool) (direct, proxied float64, cpu [2]time.Duration) {
 	t.Helper()
 	const window, rounds = 250 * time.Millisecond, 4
 	var n [2]int64
+	var spent [2]time.Duration
 	for range rounds {
 		for side, base := range []string{e.backend.URL, e.proxied.URL} {
 			var count atomic.Int64
 			var wg sync.WaitGroup
+			cpu0 := processCPU(t)
 			stop := time.Now().Add(window)
 			for range conc {
 				wg.Go(func() {
@@ -260,11 +283,48 @@ func throughput(t *testing.T, e *benchEnv, conc int, post bool) (direct, proxied
 				})
 			}
 			wg.Wait()
+			spent[side] += processCPU(t) - cpu0
 			n[side] += count.Load()
 		}
 	}
 	secs := (window * rounds).Seconds()
-	return float64(n[0]) / secs, float64(n[1]) / secs
+	for i := range cpu {
+		cpu[i] = spent[i] / time.Duration(max(n[i], 1))
+	}
+	return float64(n[0]) / secs, float64(n[1]) / secs, cpu
+}
+
+// processCPU is the user+system CPU time this process has used.
+func processCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// burnCPU does a fixed amount of arithmetic, iterations calibrated once to
+// take about d of CPU, standing in for the per-request CPU an inference
+// server's HTTP front spends (parsing, tokenising, scheduling,
+// detokenising). Fixed work, not a spin for a wall time: a spin would do
+// less work whenever the proxy took the core, flattering the proxy.
+func burnCPU(t *testing.T, d time.Duration) func() {
+	const probe = 20_000_000
+	cpu0 := processCPU(t)
+	spin(probe)
+	perIter := float64(processCPU(t)-cpu0) / probe
+	n := int(float64(d) / max(perIter, 1e-3))
+	return func() { spin(n) }
+}
+
+var sink atomic.Uint64
+
+func spin(n int) {
+	x := uint64(1)
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	sink.Add(x)
 }
 
 // ttfb returns the time from sending a streaming request to reading its

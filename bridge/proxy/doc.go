@@ -21,6 +21,16 @@
 // The request body is read (up to Options.MaxBodyBytes) only on the rewrite
 // paths; responses are never buffered.
 //
+// Metrics: WriteMetrics renders the counters and two latency histograms
+// (token streams and unary calls) in Prometheus text format for the admin
+// endpoint.
+//
+// Cost: about 45-60 µs of CPU per proxied request on the 2-core machine the
+// package was measured on, all of it net/http and ReverseProxy (one more
+// server exchange and one more client exchange per request); the body
+// rewrite adds a few µs. TestOverheadReport measures it against calling the
+// backend directly in the same run.
+//
 // Failures: a backend that cannot be reached gets the caller a 502 with an
 // OpenAI-style JSON error and counts in Snapshot.Failures; a caller that
 // leaves counts in Snapshot.Canceled instead.
@@ -29,7 +39,7 @@
 //
 // A Proxy is immutable after New and safe for any number of goroutines. The
 // request path takes no lock: counters are atomics, latency goes into a
-// fixed ring with one atomic add per request. Stats may be called from any
+// fixed ring and a histogram with an atomic add or two per request. Stats may be called from any
 // goroutine. The proxy starts no goroutines of its own; idle keep-alive
 // connections belong to the Transport (http.Transport.CloseIdleConnections
 // releases them).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/nacos-ai-bridge/nacos-ai-bridge/bridge/metrics"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/inferencecfg"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/shutdown"
 )
@@ -81,6 +82,9 @@ type Proxy struct {
 	malformed atomic.Uint64
 	oversized atomic.Uint64
 	latency   latencyRing
+	// Full-duration histograms, split because a token stream lasts seconds
+	// and a unary call milliseconds: one histogram would hide both.
+	unaryHist, streamHist *metrics.Histogram
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -101,7 +105,9 @@ func New(o Options) (*Proxy, error) {
 		applyPaths: map[string]struct{}{},
 		// A dead backend fails every request; a few lines a second say so
 		// without flooding the log.
-		log: o.Logger.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second}),
+		log:        o.Logger.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second}),
+		unaryHist:  metrics.NewHistogram(nil),
+		streamHist: metrics.NewHistogram(nil),
 	}
 	if p.maxBody == 0 {
 		p.maxBody = DefaultMaxBodyBytes
@@ -186,7 +192,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.inFlight.Add(1)
 	defer func() {
 		p.inFlight.Add(-1)
-		p.latency.record(time.Since(start))
+		d := time.Since(start)
+		p.latency.record(d)
+		if isStream(w.Header().Get("Content-Type")) {
+			p.streamHist.Observe(d)
+		} else {
+			p.unaryHist.Observe(d)
+		}
 		if v := recover(); v != nil {
 			// ReverseProxy panics with http.ErrAbortHandler when the
 			// response breaks mid-body (the server then drops the
@@ -273,6 +285,14 @@ func isJSON(ct string) bool {
 	ct = strings.TrimSpace(ct)
 	return strings.EqualFold(ct, "application/json") ||
 		(len(ct) > 5 && strings.EqualFold(ct[len(ct)-5:], "+json"))
+}
+
+// isStream reports whether a response Content-Type is a token stream:
+// server-sent events (OpenAI-compatible servers) or NDJSON (Ollama).
+func isStream(ct string) bool {
+	ct, _, _ = strings.Cut(ct, ";")
+	ct = strings.TrimSpace(ct)
+	return strings.EqualFold(ct, "text/event-stream") || strings.EqualFold(ct, "application/x-ndjson")
 }
 
 // rewrite replaces r.Body with the config applied. Bodies over maxBody are

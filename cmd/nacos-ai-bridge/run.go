@@ -173,14 +173,14 @@ func runSidecar(ctx context.Context, c *runConfig, log zerolog.Logger) error {
 	}
 	var extra []admin.Extra
 	if c.Proxy.Enabled {
-		px, err = proxy.New(proxy.Options{Backend: backendURL, Config: b.Config, Logger: log})
+		px, err = proxy.New(proxy.Options{Backend: backendURL, Config: b.Config, Tracker: b.Tracker(), Logger: log})
 		if err != nil {
 			return err
 		}
-		if err := serve(c.Proxy.Listen, b.Middleware(px), "proxy"); err != nil {
+		if err := serve(c.Proxy.Listen, px, "proxy"); err != nil {
 			return err
 		}
-		extra = append(extra, func(w io.Writer) { writeProxyMetrics(w, px.Stats()) })
+		extra = append(extra, px.WriteMetrics)
 	}
 	if err := serve(c.Admin.Listen, admin.Handler(b, extra...), "admin"); err != nil {
 		return err
@@ -234,15 +234,5 @@ func handOff(c *runConfig, cfg *inferencecfg.Config, log zerolog.Logger) {
 		if err != nil {
 			log.Warn().Err(err).Str("file", f).Msg("config file not written")
 		}
-	}
-}
-
-func writeProxyMetrics(w io.Writer, s proxy.Snapshot) {
-	fmt.Fprintf(w, "# HELP nacos_ai_bridge_proxy_in_flight Requests in flight through the proxy.\n# TYPE nacos_ai_bridge_proxy_in_flight gauge\nnacos_ai_bridge_proxy_in_flight %d\n", s.InFlight)
-	for _, m := range []struct {
-		name string
-		v    uint64
-	}{{"requests", s.Requests}, {"failures", s.Failures}, {"rewritten", s.Rewritten}, {"clamped", s.Clamped}} {
-		fmt.Fprintf(w, "# HELP nacos_ai_bridge_proxy_%s_total Proxy %s.\n# TYPE nacos_ai_bridge_proxy_%s_total counter\nnacos_ai_bridge_proxy_%s_total %d\n", m.name, m.name, m.name, m.name, m.v)
 	}
 }

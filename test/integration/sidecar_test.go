@@ -17,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/balancer"
 	"github.com/nacos-ai-bridge/nacos-ai-bridge/test/nacostest"
 )
@@ -76,6 +80,31 @@ func freePort(t *testing.T) int {
 // it registers and becomes routable, the inference config reaches proxied
 // requests, a dead backend becomes unroutable and comes back after warm-up,
 // and SIGTERM drains with no in-flight request failing.
+// scrape GETs a Prometheus text endpoint and parses it with the real parser.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("%s does not parse: %v", url, err)
+	}
+	return fams
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
 func TestSidecar(t *testing.T) {
 	bin := buildBinary(t, "cmd/nacos-ai-bridge")
 	nacostest.ForEach(t, func(t *testing.T, s nacostest.Server) {
@@ -136,6 +165,33 @@ log: {level: warn}
 		be.down.Store(false)
 		d = eventually(t, "backend back -> routable", 20*time.Second, routableNow)
 		report = append(report, fmt.Sprintf("backend back -> warmed -> routable %v", d.Round(time.Millisecond)))
+
+		// The admin endpoint tells the same story: ready, probes failed
+		// while the backend was down, proxied requests timed.
+		adminURL := fmt.Sprintf("http://127.0.0.1:%d", adminPort)
+		if resp, err := http.Get(adminURL + "/readyz"); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("admin /readyz: %v %v", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		fams := scrape(t, adminURL+"/metrics")
+		probes := map[string]float64{}
+		for _, m := range fams["nacos_ai_bridge_probe_total"].GetMetric() {
+			probes[labelValue(m, "probe")+"/"+labelValue(m, "result")] = m.GetCounter().GetValue()
+		}
+		if probes["inference/fail"] < 1 || probes["inference/pass"] < 1 || probes["liveness/fail"] < 1 {
+			t.Fatalf("probe counters after a dead backend: %v", probes)
+		}
+		var proxied uint64
+		for _, m := range fams["nacos_ai_bridge_proxy_request_duration_seconds"].GetMetric() {
+			if labelValue(m, "stream") == "false" {
+				proxied = m.GetHistogram().GetSampleCount()
+			}
+		}
+		if proxied < 1 || fams["nacos_ai_bridge_proxy_rewritten_total"].GetMetric()[0].GetCounter().GetValue() < 1 {
+			t.Fatalf("proxy metrics: %d timed requests, rewritten %v", proxied, fams["nacos_ai_bridge_proxy_rewritten_total"])
+		}
+		report = append(report, fmt.Sprintf("admin: probes %v, %d proxied requests timed", probes, proxied))
 
 		// SIGTERM with requests in flight: none fails.
 		var failed atomic.Int64
