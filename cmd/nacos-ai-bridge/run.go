@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -155,7 +151,10 @@ func runSidecar(ctx context.Context, c *runConfig, log zerolog.Logger) error {
 		return err
 	}
 	if c.InferenceConfig.ReloadURL != "" || c.InferenceConfig.File != "" {
-		cancelSub := b.SubscribeConfig(func(_, n *inferencecfg.Config) { handOff(c, n, log) })
+		h := newHandoff(c.InferenceConfig.ReloadURL, c.InferenceConfig.File, log)
+		h.start()
+		defer h.close()
+		cancelSub := b.SubscribeConfig(func(_, n *inferencecfg.Config) { h.offer(n) })
 		defer cancelSub()
 	}
 
@@ -192,47 +191,4 @@ func runSidecar(ctx context.Context, c *runConfig, log zerolog.Logger) error {
 		_ = s.Shutdown(sctx)
 	}
 	return runErr
-}
-
-// handOff gives the validated parameters to a backend that reads its own
-// config: POSTed as JSON to reload-url and/or written atomically to file.
-func handOff(c *runConfig, cfg *inferencecfg.Config, log zerolog.Logger) {
-	body, _ := json.Marshal(struct {
-		Rev string `json:"rev"`
-		*inferencecfg.Config
-	}{cfg.Rev, cfg})
-	if u := c.InferenceConfig.ReloadURL; u != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode/100 != 2 {
-				err = errors.New(resp.Status)
-			}
-		}
-		if err != nil {
-			log.Warn().Err(err).Str("rev", cfg.Rev).Msg("reload hook failed")
-		}
-	}
-	if f := c.InferenceConfig.File; f != "" {
-		tmp, err := os.CreateTemp(filepath.Dir(f), "."+filepath.Base(f)+".*")
-		if err == nil {
-			_, err = tmp.Write(body)
-			if cerr := tmp.Close(); err == nil {
-				err = cerr
-			}
-			if err == nil {
-				err = os.Rename(tmp.Name(), f) // atomic: readers see old or new, never half
-			}
-			if err != nil {
-				os.Remove(tmp.Name())
-			}
-		}
-		if err != nil {
-			log.Warn().Err(err).Str("file", f).Msg("config file not written")
-		}
-	}
 }
