@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -91,5 +92,31 @@ func TestSDKLogger(t *testing.T) {
 	}
 	if !strings.Contains(out, `"level":"warn","component":"nacos-sdk","message":"server a slow"`) {
 		t.Fatalf("warn line missing: %s", out)
+	}
+}
+
+// A line the SDK repeats in a tight loop is logged once per window, the
+// next copy carrying how many were held back; other lines pass.
+func TestSDKLoggerCollapsesRepeats(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1000, 0)
+	l := newSDKLogger(zerolog.New(&buf), "warn")
+	l.rep = newRepeats(5*time.Second, func() time.Time { return now })
+	const spin = "refresh content and check md5 fail ,dataId=ai-inference-config,group=AI_SERVICE,tenant= "
+	for range 300 {
+		l.Error(spin)
+	}
+	l.Warn("another line")
+	now = now.Add(5 * time.Second)
+	l.Error(spin)
+	l.Error(spin)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %d lines, want the first copy, the other line and one summary:\n%s", len(lines), buf.String())
+	}
+	if !strings.Contains(lines[0], `"level":"error"`) || strings.Contains(lines[0], "repeated") ||
+		!strings.Contains(lines[1], "another line") ||
+		!strings.Contains(lines[2], `"repeated":299`) {
+		t.Fatalf("unexpected lines:\n%s", buf.String())
 	}
 }
