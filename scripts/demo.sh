@@ -95,7 +95,7 @@ step "the operator's view after the change (config.rev, load)"
 "$bin/nacos-ai-bridge" instances "$svc"
 step "sidecar 1's admin endpoints"
 curl -fsS "http://127.0.0.1:${admin[1]}/readyz"
-curl -fsS "http://127.0.0.1:${admin[1]}/metrics" | grep -E '^nacos_ai_bridge_(lifecycle|warm|metadata_writes|config_applies|proxy_requests)' | grep -v ' 0$' || true
+curl -fsS "http://127.0.0.1:${admin[1]}/metrics" | grep -E '^nacos_ai_bridge_(lifecycle|warm|metadata_writes|config_applies|proxy_requests|probe_total|proxy_request_duration_seconds_(count|sum)|probe_duration_seconds_count)' | grep -v ' 0$' || true
 
 step "sidecar 1 drains on SIGTERM: DRAINING at once, serves for 2 s, then leaves"
 kill -TERM "${pids[1]}"

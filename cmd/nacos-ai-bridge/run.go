@@ -71,6 +71,7 @@ func runSidecar(ctx context.Context, c *runConfig, log zerolog.Logger) error {
 	ad, err := backend.New(backend.Config{
 		Engine: c.Backend.Engine, BaseURL: c.Backend.URL,
 		HealthPath: c.Backend.HealthPath, ModelsPath: c.Backend.ModelsPath, MetricsPath: c.Backend.MetricsPath,
+		QueueMetric: c.Backend.QueueMetric, RunningMetric: c.Backend.RunningMetric, KVMetric: c.Backend.KVMetric,
 		InFlight: func() int64 {
 			if px == nil {
 				return -1

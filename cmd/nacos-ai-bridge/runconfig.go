@@ -42,6 +42,9 @@ type runConfig struct {
 		HealthPath    string   `yaml:"health-path"`
 		ModelsPath    string   `yaml:"models-path"`
 		MetricsPath   string   `yaml:"metrics-path"`
+		QueueMetric   string   `yaml:"queue-metric"`
+		RunningMetric string   `yaml:"running-metric"`
+		KVMetric      string   `yaml:"kv-metric"`
 		Models        []string `yaml:"models"`
 		Tasks         []string `yaml:"tasks"`
 		MaxConcurrent int      `yaml:"max-concurrent"`
@@ -194,6 +197,10 @@ func (c *runConfig) validate() []error {
 	}
 	if c.Backend.Engine == "http" && c.Backend.HealthPath == "" {
 		bad("backend.health-path", "required for engine http")
+	}
+	if (c.Backend.Engine == "openai" || c.Backend.Engine == "http") && c.Backend.MetricsPath != "" && c.Backend.MetricsPath != "-" &&
+		c.Backend.QueueMetric == "" && c.Backend.RunningMetric == "" && c.Backend.KVMetric == "" {
+		bad("backend.metrics-path", "engine %s has no metric names of its own: set queue-metric, running-metric and/or kv-metric", c.Backend.Engine)
 	}
 	if c.Backend.MaxConcurrent < 0 || c.Backend.MaxTokens < 0 {
 		bad("backend", "max-concurrent and max-tokens must not be negative")

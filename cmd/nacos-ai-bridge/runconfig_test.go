@@ -35,6 +35,16 @@ func TestLoadRunConfig(t *testing.T) {
 			t.Fatalf("error lacks %q:\n%v", want, err)
 		}
 	}
+	noNames := filepath.Join(dir, "nonames.yaml")
+	os.WriteFile(noNames, []byte("nacos: {servers: [127.0.0.1:8848]}\nservice: {name: s, port: 9000}\nbackend: {engine: openai, url: http://127.0.0.1:8000, metrics-path: /metrics}\n"), 0o644)
+	if _, err := loadRunConfig(noNames, noEnv); err == nil || !strings.Contains(err.Error(), "backend.metrics-path: engine openai has no metric names") {
+		t.Fatalf("openai metrics without names: %v", err)
+	}
+	named := filepath.Join(dir, "named.yaml")
+	os.WriteFile(named, []byte("nacos: {servers: [127.0.0.1:8848]}\nservice: {name: s, port: 9000}\nbackend: {engine: openai, url: http://127.0.0.1:8000, metrics-path: /metrics, queue-metric: app_queue_depth}\n"), 0o644)
+	if c, err := loadRunConfig(named, noEnv); err != nil || c.Backend.QueueMetric != "app_queue_depth" {
+		t.Fatalf("openai metrics with a name: %v", err)
+	}
 	unknown := filepath.Join(dir, "unknown.yaml")
 	os.WriteFile(unknown, []byte("servise:\n  name: x\n"), 0o644)
 	if _, err := loadRunConfig(unknown, noEnv); err == nil || !strings.Contains(err.Error(), "servise") {
