@@ -59,6 +59,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "pick":
 		err = pickCmd(args[1:], stdout, stderr)
 	case "version", "--version":
+		if len(args) > 1 && (args[1] == "-h" || args[1] == "--help") {
+			fmt.Fprint(stdout, "Usage: nacos-ai-bridge version\n\nPrints the version: the one set at build time (-ldflags \"-X main.version=...\"),\nelse the module version, else \"devel\".\n")
+			return 0
+		}
 		fmt.Fprintln(stdout, "nacos-ai-bridge", versionString())
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

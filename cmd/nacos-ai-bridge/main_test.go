@@ -28,6 +28,11 @@ func TestConfigValidate(t *testing.T) {
 		{[]string{"config", "--help"}, 0, []string{"Usage: nacos-ai-bridge config validate"}},
 		{[]string{"frobnicate"}, 2, nil},
 		{[]string{"version"}, 0, []string{"nacos-ai-bridge "}},
+		{[]string{"version", "--help"}, 0, []string{"Usage: nacos-ai-bridge version"}},
+		{[]string{"--help"}, 0, []string{"nacos-ai-bridge run", "instances SERVICE"}},
+		{[]string{"run", "--help"}, 0, nil},
+		{[]string{"instances", "--help"}, 0, nil},
+		{[]string{"pick", "--help"}, 0, nil},
 		{nil, 2, nil},
 	}
 	for _, tt := range tests {
