@@ -159,7 +159,19 @@ func runSidecar(ctx context.Context, c *runConfig, log zerolog.Logger) error {
 		defer cancelSub()
 	}
 
+	// The listeners stop after the drain (the proxy must serve until then)
+	// or when start-up fails half-way.
 	var servers []*http.Server
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		for _, s := range servers {
+			_ = s.Shutdown(sctx)
+		}
+		if px != nil {
+			px.CloseIdleConnections()
+		}
+	}()
 	serve := func(addr string, h http.Handler, what string) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -185,11 +197,5 @@ func runSidecar(ctx context.Context, c *runConfig, log zerolog.Logger) error {
 	if err := serve(c.Admin.Listen, admin.Handler(b, extra...), "admin"); err != nil {
 		return err
 	}
-	runErr := b.Run(ctx) // returns after the drain, once STOPPED
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer scancel()
-	for _, s := range servers {
-		_ = s.Shutdown(sctx)
-	}
-	return runErr
+	return b.Run(ctx) // returns after the drain, once STOPPED
 }
