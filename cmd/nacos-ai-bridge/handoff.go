@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -29,9 +30,10 @@ type handoff struct {
 	log                 zerolog.Logger
 	backoff, maxBackoff time.Duration
 
-	next chan *inferencecfg.Config // one slot: the newest config not yet handed off
-	stop chan struct{}
-	done chan struct{}
+	next     chan *inferencecfg.Config // one slot: the newest config not yet handed off
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
 }
 
 func newHandoff(url, file string, log zerolog.Logger) *handoff {
@@ -60,8 +62,9 @@ func (h *handoff) offer(cfg *inferencecfg.Config) {
 }
 
 // close stops the goroutine, abandoning a POST being retried, and waits.
+// It is idempotent.
 func (h *handoff) close() {
-	close(h.stop)
+	h.stopOnce.Do(func() { close(h.stop) })
 	<-h.done
 }
 

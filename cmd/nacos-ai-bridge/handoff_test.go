@@ -69,16 +69,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func TestHandoffRetriesAndWritesFile(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// startHandoff runs a handoff to a failing hook (and file, when set) with
+// the given back-off; both stop at the end of the test, and goleak checks
+// that nothing is left running.
+func startHandoff(t *testing.T, file string, backoff, maxBackoff time.Duration) (*hook, *handoff) {
+	t.Helper()
 	hk := &hook{failing: true}
 	srv := httptest.NewServer(hk)
-	defer srv.Close()
-	file := filepath.Join(t.TempDir(), "inference.json")
 	h := newHandoff(srv.URL+"/reload", file, zerolog.Nop())
-	h.backoff, h.maxBackoff = time.Millisecond, 4*time.Millisecond
+	h.backoff, h.maxBackoff = backoff, maxBackoff
 	h.start()
-	defer h.close()
+	t.Cleanup(func() {
+		h.close()
+		h.client.CloseIdleConnections()
+		srv.Close()
+	})
+	return hk, h
+}
+
+func TestHandoffRetriesAndWritesFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "inference.json")
+	hk, h := startHandoff(t, file, time.Millisecond, 4*time.Millisecond)
 
 	c1 := mustParse(t, "inference:\n  max-tokens: 77\n")
 	h.offer(c1)
@@ -109,14 +122,7 @@ func TestHandoffRetriesAndWritesFile(t *testing.T) {
 // A newer config replaces one still being retried: the backend never gets
 // the old one after the new.
 func TestHandoffNewerWins(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	hk := &hook{failing: true}
-	srv := httptest.NewServer(hk)
-	defer srv.Close()
-	h := newHandoff(srv.URL, "", zerolog.Nop())
-	h.backoff, h.maxBackoff = time.Millisecond, 2*time.Millisecond
-	h.start()
-	defer h.close()
+	hk, h := startHandoff(t, "", time.Millisecond, 2*time.Millisecond)
 
 	c1 := mustParse(t, "inference:\n  max-tokens: 1\n")
 	c2 := mustParse(t, "inference:\n  max-tokens: 2\n")
@@ -134,16 +140,10 @@ func TestHandoffNewerWins(t *testing.T) {
 	}
 }
 
-// close returns while the hook is still failing: no goroutine is left
-// retrying (goleak checks).
+// close returns while the hook is still failing and its back-off is long:
+// no goroutine is left retrying (goleak checks at the end).
 func TestHandoffCloseWhileRetrying(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	hk := &hook{failing: true}
-	srv := httptest.NewServer(hk)
-	defer srv.Close()
-	h := newHandoff(srv.URL, "", zerolog.Nop())
-	h.backoff, h.maxBackoff = time.Hour, time.Hour
-	h.start()
+	hk, h := startHandoff(t, "", time.Hour, time.Hour)
 	h.offer(mustParse(t, "inference:\n  max-tokens: 1\n"))
 	waitFor(t, "a failed try", func() bool { n, _ := hk.state(); return n >= 1 })
 	done := make(chan struct{})
@@ -153,6 +153,4 @@ func TestHandoffCloseWhileRetrying(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("close did not return while the hook was failing")
 	}
-	srv.CloseClientConnections()
-	h.client.CloseIdleConnections()
 }

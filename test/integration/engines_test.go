@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,24 +80,16 @@ func TestSidecarEngines(t *testing.T) {
 				}))
 				defer be.Close()
 				svc := "ai-engine-" + e.engine + "-" + s.Kind
-				proxyPort, adminPort := freePort(t), freePort(t)
 				extra := ""
 				if e.extra != "" {
 					extra = ", " + e.extra
 				}
-				conf := fmt.Sprintf(`nacos: {servers: [%q], rnacos: %v}
-service: {name: %s, ip: 127.0.0.1, port: %d}
-backend: {engine: %s, url: %q%s}
+				sc := startSidecar(t, bin, s, svc, fmt.Sprintf(`backend: {engine: %s, url: %q%s}
 health: {cycle: 300ms, inference-every: 1, probe-timeout: 1s, probe: {path: /probe, body: '{"prompt":"ping"}'}}
 warmup: {rounds: 2, round-timeout: 1s}
 drain: {propagation-delay: 300ms, timeout: 5s}
-proxy: {enabled: true, listen: "127.0.0.1:%d"}
-admin: {listen: "127.0.0.1:%d"}
-log: {level: warn}
-`, s.Addr, s.Kind == "rnacos", svc, proxyPort, e.engine, be.URL, extra, proxyPort, adminPort)
-				cfgFile := filepath.Join(t.TempDir(), "bridge.yaml")
-				os.WriteFile(cfgFile, []byte(conf), 0o644)
-				cmd := startProcess(t, bin, nil, "run", "-config", cfgFile)
+`, e.engine, be.URL, extra))
+				proxyPort := sc.proxyPort
 				bl := watchService(t, s, svc)
 				d := eventually(t, e.engine+" sidecar routable for "+e.model, 30*time.Second, func() bool {
 					return routableFor(bl.Balancer, e.model, proxyPort)
@@ -137,10 +128,7 @@ log: {level: warn}
 				}
 				t.Logf("%s/%s: start -> routable %v; models %v, queue %+v, inflight %+v, kv %+v",
 					s.Kind, e.engine, d.Round(time.Millisecond), m.LoadedModels, m.QueueDepth, m.Inflight, m.KVCacheUsage)
-				cmd.Process.Signal(syscall.SIGTERM)
-				if err := cmd.Wait(); err != nil {
-					t.Fatalf("sidecar exit: %v", err)
-				}
+				sc.stop(t)
 			})
 		}
 	})

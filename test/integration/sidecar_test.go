@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -105,30 +106,68 @@ func labelValue(m *dto.Metric, name string) string {
 	return ""
 }
 
+// sidecar is one `nacos-ai-bridge run` process under test.
+type sidecar struct {
+	cmd                  *exec.Cmd
+	proxyPort, adminPort int
+	adminURL             string
+}
+
+// startSidecar runs the binary for service svc against s, with the nacos,
+// service, proxy and admin sections filled in (the proxy's port is the
+// registered one) and the rest of the bridge config, as YAML, from the
+// caller. The process is killed at the end of the test.
+func startSidecar(t *testing.T, bin string, s nacostest.Server, svc, rest string) *sidecar {
+	t.Helper()
+	sc := &sidecar{proxyPort: freePort(t), adminPort: freePort(t)}
+	sc.adminURL = fmt.Sprintf("http://127.0.0.1:%d", sc.adminPort)
+	conf := fmt.Sprintf("nacos: {servers: [%q], rnacos: %v}\nservice: {name: %s, ip: 127.0.0.1, port: %d}\n"+
+		"proxy: {enabled: true, listen: \"127.0.0.1:%d\"}\nadmin: {listen: \"127.0.0.1:%d\"}\nlog: {level: warn}\n%s",
+		s.Addr, s.Kind == "rnacos", svc, sc.proxyPort, sc.proxyPort, sc.adminPort, rest)
+	cfgFile := filepath.Join(t.TempDir(), "bridge.yaml")
+	if err := os.WriteFile(cfgFile, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc.cmd = startProcess(t, bin, nil, "run", "-config", cfgFile)
+	return sc
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (sc *sidecar) stop(t *testing.T) {
+	t.Helper()
+	sc.cmd.Process.Signal(syscall.SIGTERM)
+	if err := sc.cmd.Wait(); err != nil {
+		t.Fatalf("sidecar exit: %v", err)
+	}
+}
+
+// startVLLMLike serves a vllmLike backend until the end of the test and
+// returns it with its address.
+func startVLLMLike(t *testing.T) (*vllmLike, string) {
+	t.Helper()
+	be := &vllmLike{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: be}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return be, ln.Addr().String()
+}
+
 func TestSidecar(t *testing.T) {
 	bin := buildBinary(t, "cmd/nacos-ai-bridge")
 	nacostest.ForEach(t, func(t *testing.T, s nacostest.Server) {
-		be := &vllmLike{}
-		bln, _ := net.Listen("tcp", "127.0.0.1:0")
-		bsrv := &http.Server{Handler: be}
-		go bsrv.Serve(bln)
-		defer bsrv.Close()
+		be, beAddr := startVLLMLike(t)
 		svc := "ai-sidecar-" + s.Kind
-		proxyPort, adminPort := freePort(t), freePort(t)
-		conf := fmt.Sprintf(`nacos: {servers: [%q], rnacos: %v}
-service: {name: %s, ip: 127.0.0.1, port: %d}
-backend: {engine: vllm, url: "http://%s", tasks: [generation], max-concurrent: 16}
+		sc := startSidecar(t, bin, s, svc, fmt.Sprintf(`backend: {engine: vllm, url: "http://%s", tasks: [generation], max-concurrent: 16}
 health: {cycle: 300ms, inference-every: 1, liveness-failures: 1, probe-timeout: 1s, probe: {path: /v1/completions, body: '{"prompt":"ping","max_tokens":1}'}}
 warmup: {rounds: 3, round-timeout: 1s}
 drain: {propagation-delay: 1500ms, timeout: 10s}
-proxy: {enabled: true, listen: "127.0.0.1:%d"}
-admin: {listen: "127.0.0.1:%d"}
 inference-config: {data-id: %s-config}
-log: {level: warn}
-`, s.Addr, s.Kind == "rnacos", svc, proxyPort, bln.Addr(), proxyPort, adminPort, svc)
-		cfgFile := filepath.Join(t.TempDir(), "bridge.yaml")
-		os.WriteFile(cfgFile, []byte(conf), 0o644)
-		cmd := startProcess(t, bin, nil, "run", "-config", cfgFile)
+`, beAddr, svc))
+		proxyPort, cmd := sc.proxyPort, sc.cmd
 		bl := watchService(t, s, svc)
 		routableNow := func() bool { return routableFor(bl.Balancer, "qwen2.5-7b-instruct", proxyPort) }
 		start := time.Now()
@@ -168,7 +207,7 @@ log: {level: warn}
 
 		// The admin endpoint tells the same story: ready, probes failed
 		// while the backend was down, proxied requests timed.
-		adminURL := fmt.Sprintf("http://127.0.0.1:%d", adminPort)
+		adminURL := sc.adminURL
 		if resp, err := http.Get(adminURL + "/readyz"); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("admin /readyz: %v %v", resp, err)
 		} else {
@@ -237,26 +276,12 @@ log: {level: warn}
 func TestSidecarFootprint(t *testing.T) {
 	bin := buildBinary(t, "cmd/nacos-ai-bridge")
 	nacostest.ForEach(t, func(t *testing.T, s nacostest.Server) {
-		be := &vllmLike{}
-		bln, _ := net.Listen("tcp", "127.0.0.1:0")
-		bsrv := &http.Server{Handler: be}
-		go bsrv.Serve(bln)
-		defer bsrv.Close()
-		svc := "ai-footprint-" + s.Kind
-		proxyPort, adminPort := freePort(t), freePort(t)
-		conf := fmt.Sprintf(`nacos: {servers: [%q], rnacos: %v}
-service: {name: %s, ip: 127.0.0.1, port: %d}
-backend: {engine: vllm, url: "http://%s"}
+		_, beAddr := startVLLMLike(t)
+		sc := startSidecar(t, bin, s, "ai-footprint-"+s.Kind, fmt.Sprintf(`backend: {engine: vllm, url: "http://%s"}
 health: {cycle: 5s, probe: {path: /v1/completions, body: '{"prompt":"ping","max_tokens":1}'}}
 warmup: {rounds: 3}
-proxy: {enabled: true, listen: "127.0.0.1:%d"}
-admin: {listen: "127.0.0.1:%d"}
-log: {level: warn}
-`, s.Addr, s.Kind == "rnacos", svc, proxyPort, bln.Addr(), proxyPort, adminPort)
-		cfgFile := filepath.Join(t.TempDir(), "bridge.yaml")
-		os.WriteFile(cfgFile, []byte(conf), 0o644)
-		cmd := startProcess(t, bin, nil, "run", "-config", cfgFile)
-		adminURL := fmt.Sprintf("http://127.0.0.1:%d", adminPort)
+`, beAddr))
+		cmd, adminURL := sc.cmd, sc.adminURL // cmd for /proc
 		eventually(t, "sidecar ready", 30*time.Second, func() bool {
 			resp, err := http.Get(adminURL + "/readyz")
 			if err != nil {
@@ -286,10 +311,7 @@ log: {level: warn}
 		if skips < 2 || writes > 1 {
 			t.Fatalf("idle sidecar wrote %.0f times and skipped %.0f cycles in %v", writes, skips, window)
 		}
-		cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("sidecar exit: %v", err)
-		}
+		sc.stop(t)
 	})
 }
 
