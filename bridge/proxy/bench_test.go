@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -199,7 +202,7 @@ func TestOverheadReport(t *testing.T) {
 	// direct), which is the figure that carries over to other backends.
 	for _, conc := range []int{1, 8, 64} {
 		for _, post := range []bool{false, true} {
-			d, p, cpu := throughput(t, e, conc, post)
+			d, p, cpu := throughput(t, e, [2]string{e.backend.URL, e.proxied.URL}, conc, post)
 			t.Logf("throughput %s, zero-work backend, %d concurrent: direct %.0f req/s, proxied %.0f req/s, ratio %.2f; CPU/request direct %v proxied %v, proxy's share %v",
 				kind(post), conc, d, p, p/d, cpu[0].Round(time.Microsecond), cpu[1].Round(time.Microsecond), (cpu[1] - cpu[0]).Round(time.Microsecond))
 		}
@@ -217,7 +220,7 @@ func TestOverheadReport(t *testing.T) {
 		what string
 	}{{slow, "backend waits 2 ms"}, {busy, "backend spends 1 ms CPU"}} {
 		for _, conc := range []int{8, 64} {
-			d, p, cpu := throughput(t, c.e, conc, true)
+			d, p, cpu := throughput(t, c.e, [2]string{c.e.backend.URL, c.e.proxied.URL}, conc, true)
 			t.Logf("throughput POST chat (rewritten), %s, %d concurrent: direct %.0f req/s, proxied %.0f req/s, ratio %.2f; CPU/request direct %v proxied %v",
 				c.what, conc, d, p, p/d, cpu[0].Round(time.Microsecond), cpu[1].Round(time.Microsecond))
 		}
@@ -260,13 +263,13 @@ func pct(ds []time.Duration, q float64) time.Duration {
 // process CPU time spent per request on each side (client, backend and, on
 // the proxied side, the proxy: all in this process). The alternation keeps a
 // noisy machine from favouring one side.
-func throughput(t *testing.T, e *benchEnv, conc int, post bool) (direct, proxied float64, cpu [2]time.Duration) {
+func throughput(t *testing.T, e *benchEnv, urls [2]string, conc int, post bool) (direct, proxied float64, cpu [2]time.Duration) {
 	t.Helper()
 	const window, rounds = 250 * time.Millisecond, 4
 	var n [2]int64
 	var spent [2]time.Duration
 	for range rounds {
-		for side, base := range []string{e.backend.URL, e.proxied.URL} {
+		for side, base := range urls {
 			var count atomic.Int64
 			var wg sync.WaitGroup
 			cpu0 := processCPU(t)
@@ -346,4 +349,117 @@ func ttfb(t *testing.T, c *http.Client, base string) time.Duration {
 	d := time.Since(start)
 	_, _ = io.Copy(io.Discard, br)
 	return d
+}
+
+// TestPinnedOverheadReport measures throughput with the proxy on a core of
+// its own, as a sidecar given its own CPU share runs: the backend and the
+// callers share CPU 0, the proxy has CPU 1, each a separate process pinned
+// with taskset. Direct and proxied windows alternate as in
+// TestOverheadReport. A measurement, not a check:
+//
+//	PROXY_REPORT=1 go test -run TestPinnedOverheadReport -v ./bridge/proxy
+func TestPinnedOverheadReport(t *testing.T) {
+	if os.Getenv("PROXY_REPORT") == "" {
+		t.Skip("set PROXY_REPORT=1 to measure")
+	}
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("needs taskset")
+	}
+	backend := startHelper(t, "0", "backend")
+	proxied := startHelper(t, "1", "proxy", "HELPER_BACKEND="+backend)
+	out, err := helperCmd(t, "0", "client", "HELPER_DIRECT="+backend, "HELPER_PROXIED="+proxied).CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if r, ok := strings.CutPrefix(line, "RESULT "); ok {
+			t.Log(r)
+		}
+	}
+}
+
+// helperCmd is this test binary, pinned to cpu, running TestHelperProcess
+// as role.
+func helperCmd(t *testing.T, cpu, role string, env ...string) *exec.Cmd {
+	cmd := exec.Command("taskset", "-c", cpu, os.Args[0], "-test.run=^TestHelperProcess$", "-test.v")
+	cmd.Env = append(append(os.Environ(), "PROXY_HELPER="+role), env...)
+	return cmd
+}
+
+// startHelper starts a serving helper and returns the URL it prints; the
+// process ends with the test (its stdin closes, and it is killed).
+func startHelper(t *testing.T, cpu, role string, env ...string) string {
+	t.Helper()
+	cmd := helperCmd(t, cpu, role, env...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "URL "); ok {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return u
+		}
+	}
+	t.Fatalf("%s helper printed no URL", role)
+	return ""
+}
+
+// TestHelperProcess is a role of TestPinnedOverheadReport, run in a child
+// process; it skips when not asked for one.
+func TestHelperProcess(t *testing.T) {
+	role := os.Getenv("PROXY_HELPER")
+	serve := func(h http.Handler) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: h}
+		go func() { _ = srv.Serve(ln) }()
+		fmt.Printf("URL http://%s\n", ln.Addr())
+		_, _ = io.Copy(io.Discard, os.Stdin) // until the parent goes
+		srv.Close()
+	}
+	switch role {
+	case "":
+		t.Skip("a helper for TestPinnedOverheadReport")
+	case "backend":
+		serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "1024")
+			_, _ = w.Write(kib)
+		}))
+	case "proxy":
+		u, _ := url.Parse(os.Getenv("HELPER_BACKEND"))
+		cfg := testConfig()
+		p, err := New(Options{Backend: u, Config: func() *inferencecfg.Config { return cfg }, Tracker: shutdown.NewTracker()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		serve(p)
+		p.CloseIdleConnections()
+	case "client":
+		e := &benchEnv{client: &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, DisableCompression: true}}}
+		urls := [2]string{os.Getenv("HELPER_DIRECT"), os.Getenv("HELPER_PROXIED")}
+		for _, conc := range []int{8, 64} {
+			for _, post := range []bool{false, true} {
+				d, p, _ := throughput(t, e, urls, conc, post)
+				fmt.Printf("RESULT throughput %s, zero-work backend, callers and backend on CPU 0, proxy alone on CPU 1, %d concurrent: direct %.0f req/s, proxied %.0f req/s, ratio %.2f\n",
+					kind(post), conc, d, p, p/d)
+			}
+		}
+		e.client.CloseIdleConnections()
+	}
 }
