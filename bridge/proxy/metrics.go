@@ -19,7 +19,7 @@ func (p *Proxy) LatencyHistogram(stream bool) metrics.HistogramSnapshot {
 // WriteMetrics writes the proxy's series in Prometheus text format, for an
 // admin /metrics endpoint (admin.Extra has this signature).
 func (p *Proxy) WriteMetrics(w io.Writer) {
-	s := p.Stats()
+	s := p.counters()
 	metrics.Gauge(w, "nacos_ai_bridge_proxy_in_flight", "Requests in flight through the proxy.", float64(s.InFlight))
 	for _, c := range []struct {
 		name, help string

@@ -375,6 +375,14 @@ type readCloser struct {
 // Stats returns the counters and recent latency. It takes no lock; the
 // latency percentiles copy and sort LatencyWindow samples.
 func (p *Proxy) Stats() Snapshot {
+	s := p.counters()
+	s.LatencyP50, s.LatencyP95, s.LatencySamples = p.latency.percentiles()
+	return s
+}
+
+// counters is Stats without the latency percentiles, for callers (the
+// metrics) that do not need the copy and sort.
+func (p *Proxy) counters() Snapshot {
 	s := Snapshot{
 		InFlight:  p.inFlight.Load(),
 		Requests:  p.requests.Load(),
@@ -389,7 +397,6 @@ func (p *Proxy) Stats() Snapshot {
 	// difference is never negative; it can over-count by the requests
 	// passing through Tracker.Begin at this instant.
 	s.Refused = p.received.Load() - s.Requests
-	s.LatencyP50, s.LatencyP95, s.LatencySamples = p.latency.percentiles()
 	return s
 }
 

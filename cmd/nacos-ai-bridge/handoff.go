@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -30,17 +29,18 @@ type handoff struct {
 	log                 zerolog.Logger
 	backoff, maxBackoff time.Duration
 
-	next     chan *inferencecfg.Config // one slot: the newest config not yet handed off
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
+	next chan *inferencecfg.Config // one slot: the newest config not yet handed off
+	// ctx ends with close; it also aborts a POST in progress.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 func newHandoff(url, file string, log zerolog.Logger) *handoff {
-	h := &handoff{url: url, file: file, client: &http.Client{Timeout: 5 * time.Second}, log: log,
+	ctx, cancel := context.WithCancel(context.Background())
+	return &handoff{url: url, file: file, client: &http.Client{Timeout: 5 * time.Second}, log: log,
 		backoff: time.Second, maxBackoff: 30 * time.Second,
-		next: make(chan *inferencecfg.Config, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	return h
+		next: make(chan *inferencecfg.Config, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // start runs the hand-off goroutine; close stops it.
@@ -64,7 +64,7 @@ func (h *handoff) offer(cfg *inferencecfg.Config) {
 // close stops the goroutine, abandoning a POST being retried, and waits.
 // It is idempotent.
 func (h *handoff) close() {
-	h.stopOnce.Do(func() { close(h.stop) })
+	h.cancel()
 	<-h.done
 }
 
@@ -72,7 +72,7 @@ func (h *handoff) run() {
 	defer close(h.done)
 	for {
 		select {
-		case <-h.stop:
+		case <-h.ctx.Done():
 			return
 		case cfg := <-h.next:
 			h.deliver(cfg)
@@ -113,7 +113,7 @@ func (h *handoff) deliver(cfg *inferencecfg.Config) {
 		}
 		t := time.NewTimer(wait)
 		select {
-		case <-h.stop:
+		case <-h.ctx.Done():
 			t.Stop()
 			return
 		case newer := <-h.next:
@@ -127,16 +127,7 @@ func (h *handoff) deliver(cfg *inferencecfg.Config) {
 }
 
 func (h *handoff) post(body []byte) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { // close aborts a POST in progress
-		select {
-		case <-h.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, h.url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

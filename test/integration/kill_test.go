@@ -4,7 +4,6 @@ package integration
 
 import (
 	"context"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -21,9 +20,7 @@ func TestSIGKILL(t *testing.T) {
 	bin := buildBinary(t, "cmd/example-inference")
 	nacostest.ForEach(t, func(t *testing.T, s nacostest.Server) {
 		svc := "ai-kill-" + s.Kind
-		ln, _ := net.Listen("tcp", "127.0.0.1:0")
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+		port := freePort(t)
 		args := []string{"-port", strconv.Itoa(port), "-service", svc, "-cycle", "300ms", "-min-ms", "5", "-max-ms", "10"}
 		if s.Kind == "rnacos" {
 			args = append(args, "-rnacos")
