@@ -463,3 +463,29 @@ func TestHelperProcess(t *testing.T) {
 		e.client.CloseIdleConnections()
 	}
 }
+
+// BenchmarkMetricsRead is what one /metrics scrape reads from a proxy with
+// a full latency window: the counters alone (what WriteMetrics reads)
+// against Stats (the baseline, which also sorts the window).
+func BenchmarkMetricsRead(b *testing.B) {
+	u, _ := url.Parse("http://127.0.0.1:1")
+	p, err := New(Options{Backend: u})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range LatencyWindow {
+		p.latency.record(time.Duration(i*7919%LatencyWindow) * time.Millisecond)
+	}
+	b.Run("baseline-stats", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.Stats()
+		}
+	})
+	b.Run("counters", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.counters()
+		}
+	})
+}
